@@ -1,0 +1,43 @@
+# Thin wrapper around CMake. `make test` and `make demo` work on a fresh
+# Debian 12 machine as root: they install what they need first.
+BUILD ?= build
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps configure build test demo bench fuzz asan clean distclean
+
+all: build
+
+deps:
+	@bash tools/install-deps.sh
+
+$(BUILD)/build.ninja: deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+configure: $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+demo: build
+	@bash tools/demo.sh $(BUILD)
+
+bench: build
+	cmake --build $(BUILD) --target bench_all
+	@echo "benchmark results: $(BUILD)/bench/*.json"
+
+fuzz:
+	@bash tests/fuzz/run-fuzzers.sh $(FUZZ_SECONDS)
+
+# The sanitizer build: every test under ASan+UBSan in a build tree of its own.
+asan:
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DUTLS_SANITIZE=ON -DUTLS_UPSTREAM_TESTS=OFF"
+
+clean:
+	-cmake --build $(BUILD) --target clean
+
+distclean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# prepare.sh OUTDIR — fetch, verify, unpack, patch and configure the pinned
+# OpenSSL source for the uTLS fork.
+#
+# Result: OUTDIR/openssl-<ver>/ (patched tree, configured out of tree in
+# build_shared/ exactly as Debian does) and OUTDIR/fork.cmake (the libssl
+# source list and per-file flags taken from the configured Makefile, read by
+# openssl-patch/CMakeLists.txt). Re-running is cheap: every step is stamped.
+#
+# Environment:
+#   UTLS_OPENSSL_TARBALL  use this local tarball instead of fetching one
+#   UTLS_OPENSSL_CACHE    where a fetched tarball is kept (default ~/.cache/utls)
+#   UTLS_BASE_FILE        the BASE file to read (default: next to this script)
+#   UTLS_PREPARE_VERIFY_ONLY=1  stop after the tarball is verified (tests)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+out=${1:?usage: prepare.sh OUTDIR}
+base_file=${UTLS_BASE_FILE:-$here/BASE}
+
+die() {
+    printf 'prepare.sh: error: %s\n' "$1" >&2
+    shift
+    for line in "$@"; do printf '  %s\n' "$line" >&2; done
+    exit 1
+}
+note() { printf 'prepare.sh: %s\n' "$*"; }
+
+[ -r "$base_file" ] || die "cannot read $base_file"
+# shellcheck disable=SC1090
+. "$base_file"
+for v in UPSTREAM_VERSION ORIG_TARBALL ORIG_SHA256 DEBIAN_VERSION MIN_LIBCRYPTO CONFIGURE_OPTIONS; do
+    [ -n "${!v:-}" ] || die "$base_file does not set $v"
+done
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+tree=$out/openssl-$UPSTREAM_VERSION
+
+# --- 1. The system libcrypto must be at least the base version -------------
+# The fork's libssl calls into the system libcrypto.so.3; an older one may lack
+# fixes the ssl/ code of the base release relies on.
+check_libcrypto() {
+    local have
+    have=$(pkg-config --modversion libcrypto 2>/dev/null || true)
+    [ -n "$have" ] || die "no libcrypto development files found (pkg-config libcrypto)" \
+        "install them: apt-get install -y libssl-dev libssl3"
+    if [ "$(printf '%s\n%s\n' "$MIN_LIBCRYPTO" "$have" | sort -V | head -1)" != "$MIN_LIBCRYPTO" ]; then
+        die "the installed libcrypto is $have, older than $MIN_LIBCRYPTO which this fork is based on" \
+            "upgrade it: apt-get update && apt-get install -y libssl3 libssl-dev openssl" \
+            "or pin an older base in openssl-patch/BASE"
+    fi
+    note "system libcrypto $have (>= $MIN_LIBCRYPTO)"
+}
+
+# --- 2. Find or fetch the tarball -------------------------------------------
+cache=${UTLS_OPENSSL_CACHE:-${HOME:-/root}/.cache/utls}
+
+fetch_tarball() {
+    local dest=$cache/$ORIG_TARBALL uri
+    if [ -f "$dest" ] && [ "$(sha256sum <"$dest" | cut -d' ' -f1)" = "$ORIG_SHA256" ]; then
+        echo "$dest"
+        return
+    fi
+    mkdir -p "$cache"
+    command -v apt-get >/dev/null || die "no apt-get to fetch $ORIG_TARBALL" \
+        "put a copy at $dest or set UTLS_OPENSSL_TARBALL=/path/to/$ORIG_TARBALL"
+    ensure_deb_src
+    uri=$(apt-get source --print-uris "openssl=$DEBIAN_VERSION" 2>/dev/null |
+        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
+    if [ -z "$uri" ]; then
+        # Another Debian revision of the same upstream release ships the same orig tarball.
+        uri=$(apt-get source --print-uris openssl 2>/dev/null |
+            awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
+    fi
+    [ -n "$uri" ] || die "Debian's archive no longer offers $ORIG_TARBALL (OpenSSL $UPSTREAM_VERSION)" \
+        "old versions leave the security pool; put a verified copy at $dest" \
+        "or set UTLS_OPENSSL_TARBALL=/path/to/$ORIG_TARBALL, or move openssl-patch/BASE to a newer 3.0.x"
+    note "fetching $uri" >&2
+    /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$ORIG_SHA256" >&2 ||
+        die "download of $uri failed or did not match the pinned SHA-256" \
+            "put a verified copy at $dest or set UTLS_OPENSSL_TARBALL"
+    mv "$dest.part" "$dest"
+    echo "$dest"
+}
+
+# Debian images ship without deb-src entries; add them (same mirrors and key).
+ensure_deb_src() {
+    if grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        return
+    fi
+    [ -w /etc/apt/sources.list.d ] || die "apt has no deb-src entries and this user cannot add them" \
+        "run as root, or set UTLS_OPENSSL_TARBALL=/path/to/$ORIG_TARBALL"
+    note "adding deb-src entries to /etc/apt/sources.list.d/utls-deb-src.sources" >&2
+    sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+        >/etc/apt/sources.list.d/utls-deb-src.sources
+    apt-get update -q >&2
+}
+
+# --- 3. Verify ---------------------------------------------------------------
+verify_tarball() {
+    local tgz=$1 verdat major minor patch got
+    [ -f "$tgz" ] || die "tarball $tgz does not exist"
+    # The version check comes first: it gives the more useful message.
+    verdat=$(tar -xzOf "$tgz" --wildcards '*/VERSION.dat' 2>/dev/null) ||
+        die "$tgz is not a readable OpenSSL source tarball (corrupted or truncated?)" \
+            "delete it and run the build again to fetch a fresh copy"
+    major=$(sed -n 's/^MAJOR=//p' <<<"$verdat")
+    minor=$(sed -n 's/^MINOR=//p' <<<"$verdat")
+    patch=$(sed -n 's/^PATCH=//p' <<<"$verdat")
+    [ "$major.$minor.$patch" = "$UPSTREAM_VERSION" ] ||
+        die "$tgz is OpenSSL $major.$minor.$patch, but openssl-patch/BASE pins $UPSTREAM_VERSION" \
+            "use the tarball of OpenSSL $UPSTREAM_VERSION, or move BASE (and re-check the patches) to $major.$minor.$patch"
+    got=$(sha256sum <"$tgz" | cut -d' ' -f1)
+    [ "$got" = "$ORIG_SHA256" ] ||
+        die "SHA-256 of $tgz is $got, expected $ORIG_SHA256 (openssl-patch/BASE)" \
+            "the file is corrupted or was tampered with: delete it and fetch it again"
+    note "verified $tgz: OpenSSL $UPSTREAM_VERSION, SHA-256 $ORIG_SHA256"
+    verify_signed_metadata
+}
+
+# Debian's chain of trust: InRelease (signed by debian-archive-keyring) lists the
+# SHA-256 of main/source/Sources, which lists the SHA-256 of the orig tarball.
+# apt verified this when it updated; we check it again from its cached lists.
+verify_signed_metadata() {
+    local lists=/var/lib/apt/lists keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    local src inrel sources_sha listed
+    if ! command -v gpgv >/dev/null || [ ! -r "$keyring" ]; then
+        note "signed archive metadata not checkable here (no gpgv or keyring): relying on the pinned SHA-256"
+        return
+    fi
+    for src in "$lists"/*_main_source_Sources*; do
+        [ -e "$src" ] || continue
+        # Not `| grep -q`: an early exit would SIGPIPE apt-helper under pipefail.
+        grep -q " $ORIG_SHA256 [0-9]* $ORIG_TARBALL\$" \
+            < <(/usr/lib/apt/apt-helper cat-file "$src" 2>/dev/null) || continue
+        inrel=${src%%_main_source_Sources*}_InRelease
+        [ -r "$inrel" ] || continue
+        gpgv --keyring "$keyring" "$inrel" >/dev/null 2>&1 ||
+            die "the signature on $inrel does not verify against $keyring"
+        sources_sha=$(/usr/lib/apt/apt-helper cat-file "$src" | sha256sum | cut -d' ' -f1)
+        listed=$(awk '/^SHA256:/ { s = 1; next } /^[A-Za-z]/ { s = 0 } s && $3 == "main/source/Sources" { print $1 }' "$inrel")
+        [ "$sources_sha" = "$listed" ] ||
+            die "$src does not match the SHA-256 that the signed $inrel lists for it"
+        note "verified through Debian's signed metadata: $(basename "$inrel")"
+        return
+    done
+    note "Debian's signed metadata does not list $ORIG_TARBALL here (run apt-get update?): relying on the pinned SHA-256"
+}
+
+check_libcrypto
+if [ -n "${UTLS_OPENSSL_TARBALL:-}" ]; then
+    tarball=$UTLS_OPENSSL_TARBALL
+else
+    tarball=$(fetch_tarball)
+fi
+verify_tarball "$tarball"
+[ "${UTLS_PREPARE_VERIFY_ONLY:-0}" = 1 ] && exit 0
+
+# --- 4. Unpack and patch (once per tarball + patch series) ------------------
+series=$here/patches/series
+patch_id=$( (echo "$ORIG_SHA256"; cd "$here/patches" && cat series $(cat series)) | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
+    note "unpacking into $tree"
+    rm -rf "$tree" "$tree.tmp"
+    mkdir -p "$tree.tmp"
+    tar -C "$tree.tmp" --strip-components=1 -xzf "$tarball"
+    while read -r p; do
+        case "$p" in ''|'#'*) continue ;; esac
+        [ -f "$here/patches/$p" ] || die "patch series names $p, which does not exist"
+        note "applying $p"
+        patch -d "$tree.tmp" -p1 --forward --batch --quiet <"$here/patches/$p" >"$out/patch.log" 2>&1 ||
+            die "patch $p does not apply to OpenSSL $UPSTREAM_VERSION" "$(tail -5 "$out/patch.log")" \
+                "rebase it on the pinned base (see openssl-patch/README.md)"
+    done <"$series"
+    # Our own sources are linked in, never copied: the tree always builds the
+    # files in the repository. The patched ssl/build.info compiles them.
+    ln -s "$repo/openssl-patch/src" "$tree.tmp/ssl/utls"
+    ln -s "$repo/core" "$tree.tmp/utls-core"
+    ln -s "$repo/include/openssl/utls.h" "$tree.tmp/include/openssl/utls.h"
+    mv "$tree.tmp" "$tree"
+    echo "$patch_id" >"$tree/.utls-patched"
+fi
+
+# --- 5. Configure out of tree, as Debian does (build_shared/) ---------------
+# Configure runs again when the options or the set of our source files change.
+our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' openssl-patch/src/*.c core/*.c core/src/*.c | sort)
+conf_id=$( (echo "$patch_id"; echo "$CONFIGURE_OPTIONS"; echo "$our_files") | sha256sum | cut -d' ' -f1)
+bs=$tree/build_shared
+if [ "$(cat "$bs/.utls-configured" 2>/dev/null)" != "$conf_id" ]; then
+    note "configuring OpenSSL $UPSTREAM_VERSION ($CONFIGURE_OPTIONS)"
+    mkdir -p "$bs"
+    # shellcheck disable=SC2086
+    (cd "$bs" && ../Configure $CONFIGURE_OPTIONS >"$out/configure.log" 2>&1) ||
+        die "OpenSSL's Configure failed" "$(tail -5 "$out/configure.log")"
+    (cd "$bs" && make -s build_generated libssl.ld >"$out/generate.log" 2>&1) ||
+        die "generating OpenSSL's headers failed" "$(tail -5 "$out/generate.log")"
+    echo "$conf_id" >"$bs/.utls-configured"
+fi
+
+# --- 6. Tell CMake what libssl is made of -----------------------------------
+# The configured Makefile is the authority: the objects of libssl.so.3, each
+# one's source, and the extra flags its rule adds (include dirs, -DAES_ASM).
+fork_cmake=$out/fork.cmake
+# make expands LIB_CPPFLAGS and the shell removes one level of quoting, which
+# leaves exactly the arguments the compiler would get.
+cppflags=$(cd "$bs" && make -s -f Makefile -f <(printf 'utls-print-cppflags:\n\t@echo $(LIB_CPPFLAGS)\n') utls-print-cppflags)
+perl - "$bs" "$cppflags" >"$fork_cmake.tmp" <<'PERL'
+use strict;
+my ($bs, $cppflags) = @ARGV;
+open(my $mk, '<', "$bs/Makefile") or die "cannot read $bs/Makefile";
+my @lines = <$mk>;
+close $mk;
+my $text = join('', @lines);
+$text =~ s/\\\n/ /g;
+my ($objs) = $text =~ /^libssl\.so\.3:([^\n]*)/m or die "no libssl.so.3 rule";
+print "# Generated by openssl-patch/prepare.sh from $bs/Makefile\n";
+print "set(FORK_BUILD_DIR \"$bs\")\n";
+# -DNAME="value" becomes a CMake definition NAME="value" (CMake quotes it).
+my @defs = map { s/^-D//r } grep { /^-D/ } split ' ', $cppflags;
+print "set(FORK_DEFINES\n", (map { '    "' . s/"/\\"/gr . "\"\n" } @defs), ")\n";
+print "set(FORK_SOURCES\n";
+my @flags;
+for my $o (grep { /\.o$/ } split ' ', $objs) {
+    my ($src, $cmd) = $text =~ /^\Q$o\E: (\S+)[^\n]*\n\t([^\n]*)/m or die "no rule for $o";
+    my @extra = grep { /^-[ID]/ } split ' ', ($cmd =~ /\$\(CC\)(.*?)\$\(LIB_CFLAGS\)/)[0];
+    @extra = map { s/^-I(?!\/)/-I$bs\//r } @extra;
+    print "    \"$bs/$src\"\n";
+    push @flags, "set_source_files_properties(\"$bs/$src\" PROPERTIES COMPILE_OPTIONS \"" . join(';', @extra) . "\")\n";
+}
+print ")\n", @flags;
+PERL
+mv "$fork_cmake.tmp" "$fork_cmake"
+note "ready: $tree (libssl sources listed in $fork_cmake)"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what building and testing uTLS needs on Debian 12. Idempotent and
+# quiet when everything is already there; needs root only when it must install.
+set -euo pipefail
+
+packages=(
+    build-essential cmake ninja-build pkg-config perl patch gpgv debian-archive-keyring
+    libssl-dev libssl3 openssl            # the system libcrypto the fork links to
+    libcmocka-dev                         # unit tests
+    clang llvm lld libclang-rt-14-dev     # libFuzzer (make fuzz) and the fuzz replays
+    curl python3 gnutls-bin libnss3-tools # interop peers and preload clients
+    tcpdump tshark wireshark-dev libwireshark-dev
+    iproute2 nftables libnetfilter-queue-dev
+    python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+# The fork links against the system libcrypto; it must not be older than the
+# pinned base (openssl-patch/BASE), so libssl3/libssl-dev are upgraded too.
+. "$(dirname "$0")/../openssl-patch/BASE"
+have=$(pkg-config --modversion libcrypto 2>/dev/null || echo 0)
+if [ "$(printf '%s\n%s\n' "$MIN_LIBCRYPTO" "$have" | sort -V | head -1)" != "$MIN_LIBCRYPTO" ]; then
+    missing+=(libssl3 libssl-dev openssl)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
