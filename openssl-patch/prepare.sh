@@ -11,6 +11,7 @@
 #   UTLS_OPENSSL_TARBALL  use this local tarball instead of fetching one
 #   UTLS_OPENSSL_CACHE    where a fetched tarball is kept (default ~/.cache/utls)
 #   UTLS_BASE_FILE        the BASE file to read (default: next to this script)
+#   UTLS_PATCH_DIR        the patch series to apply (default: patches/ here)
 #   UTLS_PREPARE_VERIFY_ONLY=1  stop after the tarball is verified (tests)
 set -euo pipefail
 
@@ -18,6 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=${1:?usage: prepare.sh OUTDIR}
 base_file=${UTLS_BASE_FILE:-$here/BASE}
+patch_dir=${UTLS_PATCH_DIR:-$here/patches}
 
 die() {
     printf 'prepare.sh: error: %s\n' "$1" >&2
@@ -156,11 +158,13 @@ else
     tarball=$(fetch_tarball)
 fi
 verify_tarball "$tarball"
+echo "$tarball" >"$out/tarball.path"
 [ "${UTLS_PREPARE_VERIFY_ONLY:-0}" = 1 ] && exit 0
 
 # --- 4. Unpack and patch (once per tarball + patch series) ------------------
-series=$here/patches/series
-patch_id=$( (echo "$ORIG_SHA256"; cd "$here/patches" && cat series $(cat series)) | sha256sum | cut -d' ' -f1)
+series=$patch_dir/series
+[ -r "$series" ] || die "no patch series at $series"
+patch_id=$( (echo "$ORIG_SHA256"; cd "$patch_dir" && cat series $(grep -v '^#' series)) | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
     note "unpacking into $tree"
     rm -rf "$tree" "$tree.tmp"
@@ -168,9 +172,9 @@ if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
     tar -C "$tree.tmp" --strip-components=1 -xzf "$tarball"
     while read -r p; do
         case "$p" in ''|'#'*) continue ;; esac
-        [ -f "$here/patches/$p" ] || die "patch series names $p, which does not exist"
+        [ -f "$patch_dir/$p" ] || die "patch series names $p, which does not exist in $patch_dir"
         note "applying $p"
-        patch -d "$tree.tmp" -p1 --forward --batch --quiet <"$here/patches/$p" >"$out/patch.log" 2>&1 ||
+        patch -d "$tree.tmp" -p1 --forward --batch --quiet <"$patch_dir/$p" >"$out/patch.log" 2>&1 ||
             die "patch $p does not apply to OpenSSL $UPSTREAM_VERSION" "$(tail -5 "$out/patch.log")" \
                 "rebase it on the pinned base (see openssl-patch/README.md)"
     done <"$series"
