@@ -237,6 +237,18 @@ int utls_itree_add_range(utls_itree *t, uint64_t start, uint64_t end)
     return 1;
 }
 
+static uint64_t itree_span_sum(const utls_itree_node *n)
+{
+    uint64_t sum = 0;
+
+    while (n != NULL) {
+        sum += itree_span_sum(n->left);
+        sum += n->end > n->start ? n->end - n->start : 0;
+        n = n->right;
+    }
+    return sum;
+}
+
 uint64_t utls_itree_trim_below(utls_itree *t, size_t *out_freed, uint64_t offset)
 {
     utls_itree_node *a;
@@ -260,35 +272,8 @@ uint64_t utls_itree_trim_below(utls_itree *t, size_t *out_freed, uint64_t offset
         b = utls_itree_merge(top, b);
     }
     /* Sum and free what is entirely below. */
-    size_t freed = 0;
-    utls_itree_node *stack[128];
-    size_t depth = 0;
-    utls_itree_node *n = a;
-    while (n != NULL || depth > 0) {
-        if (n == NULL) {
-            n = stack[--depth];
-        }
-        if (n->left != NULL && depth < sizeof(stack) / sizeof(stack[0])) {
-            stack[depth++] = n;
-            utls_itree_node *l = n->left;
-            n->left = NULL;
-            n = l;
-            continue;
-        }
-        if (n->left != NULL) {
-            /* Pathologically deep: rotate the left child up instead. */
-            utls_itree_node *l = n->left;
-            n->left = l->right;
-            l->right = n;
-            n = l;
-            continue;
-        }
-        utls_itree_node *right = n->right;
-        dropped += n->end > n->start ? n->end - n->start : 0;
-        utls_itree_node_free(n);
-        freed++;
-        n = right;
-    }
+    dropped += itree_span_sum(a);
+    size_t freed = utls_itree_free_subtree(a);
     t->num_nodes -= freed;
     if (out_freed != NULL) {
         *out_freed += freed;

@@ -82,8 +82,9 @@ size_t utls_itree_free_subtree(utls_itree_node *n);
 int utls_itree_add_range(utls_itree *t, uint64_t start, uint64_t end);
 
 /* utls_itree_trim_below drops everything below |offset|, cutting a node that
- * straddles it. Returns the number of bytes (end - start summed) dropped;
- * nodes must have no buffers. */
-uint64_t utls_itree_trim_below(utls_itree *t, uint64_t offset);
+ * straddles it (its buffer head moves forward, nothing is copied). Returns
+ * the number of offsets (end - start summed) dropped and adds the number of
+ * freed nodes to |*out_freed| (may be NULL). */
+uint64_t utls_itree_trim_below(utls_itree *t, size_t *out_freed, uint64_t offset);
 
 #endif
