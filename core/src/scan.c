@@ -76,6 +76,19 @@ void utls_scan_free(utls_scan *s)
     free(s);
 }
 
+/* scan_record_end sets |*out_end| to the end of a record of |rec_len|
+ * ciphertext bytes whose header is at |pos|, and returns 0 if that end
+ * would pass 2^64 - 1 (such a record can never be present). */
+static int scan_record_end(uint64_t pos, uint16_t rec_len, uint64_t *out_end)
+{
+    uint64_t wire = UTLS_SCAN_HEADER_LEN + (uint64_t)rec_len;
+    if (wire > UINT64_MAX - pos) {
+        return 0;
+    }
+    *out_end = pos + wire;
+    return 1;
+}
+
 /* scan_header_ok applies the profile's rules to the 5 bytes at |h|. */
 static int scan_header_ok(const utls_scan_profile *pr, const uint8_t *h, uint16_t *out_len)
 {
@@ -239,7 +252,9 @@ utls_scan_result utls_scan_feed(utls_scan *s, utls_scan_hit *out_hits, size_t ma
         const uint8_t *h = data + (p->start - offset);
         if (p->flags & SCAN_PENDING_UNPARSED) {
             uint16_t rec_len;
-            if (!scan_header_ok(&s->profile, h, &rec_len)) {
+            uint64_t rec_end = 0;
+            if (!scan_header_ok(&s->profile, h, &rec_len) ||
+                !scan_record_end(p->start, rec_len, &rec_end)) {
                 /* The record after a confirmed one does not look like a
                  * header: the stream is not what we think; leave it to the
                  * in-order path. */
@@ -247,7 +262,7 @@ utls_scan_result utls_scan_feed(utls_scan *s, utls_scan_hit *out_hits, size_t ma
                 utls_itree_node_free(utls_itree_remove(&s->pending, p->start));
                 continue;
             }
-            p->end = p->start + UTLS_SCAN_HEADER_LEN + rec_len;
+            p->end = rec_end;
             p->flags &= ~SCAN_PENDING_UNPARSED;
         }
         if (s->profile.require_whole && p->end > run_end) {
@@ -287,8 +302,10 @@ utls_scan_result utls_scan_feed(utls_scan *s, utls_scan_hit *out_hits, size_t ma
                 pos = gap_end;
                 break;
             }
-            uint64_t rec_end = hit + UTLS_SCAN_HEADER_LEN + rec_len;
-            if (s->profile.require_whole && rec_end > run_end) {
+            uint64_t rec_end = 0;
+            if (!scan_record_end(hit, rec_len, &rec_end)) {
+                /* Cannot fit below 2^64: not a header worth reporting. */
+            } else if (s->profile.require_whole && rec_end > run_end) {
                 if (!scan_add_pending(s, hit, rec_end, 0)) {
                     goto err;
                 }

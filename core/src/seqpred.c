@@ -1,7 +1,6 @@
 /* seqpred.c: sequence-number predictor; see include/utls/seqpred.h. */
 #include "utls/seqpred.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,6 +188,24 @@ typedef struct {
     double score;
 } seqpred_cand;
 
+/* seqpred_ln returns ln(k) for k >= 1 to about 1e-4, without libm (the core
+ * is compiled into libssl, which does not link it): k = m * 2^e with m in
+ * [1, 2), ln m = 2 atanh((m - 1) / (m + 1)). */
+static double seqpred_ln(uint64_t k)
+{
+    int e = 63 - __builtin_clzll(k);
+    double m = (double)k / (double)((uint64_t)1 << e);
+    double t = (m - 1.0) / (m + 1.0);
+    double t2 = t * t;
+    return (double)e * 0.69314718055994531 +
+           2.0 * t * (1.0 + t2 * (1.0 / 3.0 + t2 * (1.0 / 5.0 + t2 / 7.0)));
+}
+
+static double seqpred_abs(double x)
+{
+    return x < 0.0 ? -x : x;
+}
+
 /* seqpred_gap_score is the log-likelihood (up to a constant) that |k|
  * records fill |gap| bytes, with record sizes of mean |mu| and variance
  * |var| and a normal approximation of their sum. */
@@ -198,7 +215,7 @@ static double seqpred_gap_score(uint64_t gap, uint64_t k, double mu, double var)
         return gap == 0 ? 0.0 : -1e300;
     }
     double d = (double)gap - (double)k * mu;
-    return -(d * d) / (2.0 * (double)k * var) - 0.5 * log((double)k);
+    return -(d * d) / (2.0 * (double)k * var) - 0.5 * seqpred_ln(k);
 }
 
 static size_t seqpred_emit(uint64_t *out_seqs, size_t num, size_t cap, uint64_t seq)
@@ -402,8 +419,8 @@ size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
         size_t j = n++;
         while (j > 0) {
             const seqpred_cand *prev = &cands[j - 1];
-            double dp = fabs((double)prev->seq - center);
-            double dc = fabs((double)seq - center);
+            double dp = seqpred_abs((double)prev->seq - center);
+            double dc = seqpred_abs((double)seq - center);
             if (prev->score > score || (prev->score == score && dp <= dc)) {
                 break;
             }

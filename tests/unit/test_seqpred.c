@@ -1,0 +1,341 @@
+/* test_seqpred.c: unit tests for the sequence-number predictor
+ * (core/include/utls/seqpred.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "utls/seqpred.h"
+
+static utls_seqpred_record rec(uint64_t offset, uint64_t seq, size_t wire_len)
+{
+    utls_seqpred_record r;
+    memset(&r, 0, sizeof(r));
+    r.offset = offset;
+    r.seq = seq;
+    r.wire_len = wire_len;
+    return r;
+}
+
+static utls_seqpred_query query(uint64_t offset, size_t wire_len)
+{
+    utls_seqpred_query q;
+    memset(&q, 0, sizeof(q));
+    q.offset = offset;
+    q.wire_len = wire_len;
+    return q;
+}
+
+static utls_seqpred *new_with_anchor(uint64_t offset, uint64_t seq, size_t wire_len)
+{
+    utls_seqpred *sp = utls_seqpred_new(NULL);
+    assert_non_null(sp);
+    utls_seqpred_record r = rec(offset, seq, wire_len);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    return sp;
+}
+
+static int contains(const uint64_t *v, size_t n, uint64_t x)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == x) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Constant-size stream: the first candidate is exact. */
+static void test_seqpred_constant_sizes_first_exact(void **state)
+{
+    (void)state;
+    utls_seqpred *sp = utls_seqpred_new(NULL);
+    for (uint64_t i = 0; i < 10; i++) {
+        utls_seqpred_record r = rec(i * 1448, i, 1448);
+        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    }
+    uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
+    for (uint64_t lost = 0; lost < 50; lost++) {
+        utls_seqpred_query q = query((10 + lost) * 1448, 1448);
+        size_t n = utls_seqpred_candidates(sp, out, UTLS_SEQPRED_MAX_CANDIDATES, &q);
+        assert_true(n >= 1);
+        assert_int_equal(out[0], 10 + lost);
+    }
+    utls_seqpred_free(sp);
+}
+
+/* Declared constant size: exactly one candidate, none off the grid. */
+static void test_seqpred_declared_constant_one(void **state)
+{
+    (void)state;
+    utls_seqpred_config cfg;
+    utls_seqpred_config_default(&cfg);
+    cfg.constant_wire_len = 1000;
+    utls_seqpred *sp = utls_seqpred_new(&cfg);
+    utls_seqpred_record r = rec(5000, 7, 1000);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    uint64_t out[8];
+    utls_seqpred_query q = query(9000, 1000);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
+    assert_int_equal(out[0], 11); /* 3 records in [6000, 9000) */
+    q = query(9500, 1000);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    /* Only an anchor above: count backwards. */
+    utls_seqpred_free(sp);
+    sp = utls_seqpred_new(&cfg);
+    r = rec(100000, 500, 1000);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    q = query(95000, 1000);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
+    assert_int_equal(out[0], 495);
+    utls_seqpred_free(sp);
+}
+
+/* Every candidate lies inside what the min/max record sizes allow. */
+static void test_seqpred_bounds_from_sizes(void **state)
+{
+    (void)state;
+    utls_seqpred_config cfg;
+    utls_seqpred_config_default(&cfg);
+    cfg.min_wire_len = 100;
+    cfg.max_wire_len = 1000;
+    cfg.max_candidates = UTLS_SEQPRED_MAX_CANDIDATES;
+    utls_seqpred *sp = utls_seqpred_new(&cfg);
+    utls_seqpred_record r = rec(0, 0, 500);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    /* gap 1500 bytes: between 2 (ceil 1500/1000) and 15 records. */
+    utls_seqpred_query q = query(2000, 500);
+    uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
+    size_t n = utls_seqpred_candidates(sp, out, UTLS_SEQPRED_MAX_CANDIDATES, &q);
+    assert_int_equal(n, 14);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(out[i] >= 3 && out[i] <= 16);
+    }
+    assert_int_equal(out[0], 4); /* 1500 / 500 = 3 records in the gap */
+    /* Gap 0: exactly the next record. */
+    q = query(500, 500);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
+    assert_int_equal(out[0], 1);
+    /* Gap smaller than the smallest record: impossible. */
+    q = query(550, 500);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    /* Inside the anchor record: impossible. */
+    q = query(100, 500);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    /* Query length outside the bounds. */
+    q = query(5000, 50);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    utls_seqpred_free(sp);
+}
+
+/* Anchors on both sides narrow the range to their intersection. */
+static void test_seqpred_both_directions(void **state)
+{
+    (void)state;
+    utls_seqpred_config cfg;
+    utls_seqpred_config_default(&cfg);
+    cfg.min_wire_len = 100;
+    cfg.max_wire_len = 1000;
+    cfg.max_candidates = UTLS_SEQPRED_MAX_CANDIDATES;
+    utls_seqpred *sp = utls_seqpred_new(&cfg);
+    utls_seqpred_record a = rec(0, 10, 500);
+    utls_seqpred_record b = rec(2000, 14, 500);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &a), 1);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &b), 1);
+    /* Records 11..13 fill [500, 2000). A header at 1000 (len 500): from
+     * below 500 bytes hold 1..5 records (seq 12..16), from above also 1..5
+     * (seq 8..12): only 12 is consistent with both. */
+    utls_seqpred_query q = query(1000, 500);
+    uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
+    size_t n = utls_seqpred_candidates(sp, out, UTLS_SEQPRED_MAX_CANDIDATES, &q);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0], 12);
+    /* A record that would overlap the anchor above. */
+    q = query(1800, 500);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    /* Header just before the anchor above: seq 13. */
+    q = query(1500, 500);
+    n = utls_seqpred_candidates(sp, out, 8, &q);
+    assert_true(n >= 1);
+    assert_int_equal(out[0], 13);
+    assert_false(contains(out, n, 14));
+    assert_false(contains(out, n, 10));
+    /* Exactly an anchor's offset: its sequence number. */
+    q = query(2000, 500);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
+    assert_int_equal(out[0], 14);
+    utls_seqpred_free(sp);
+}
+
+/* TLS 1.2 GCM: one verified record pins (nonce - seq); two make it exact. */
+static void test_seqpred_nonce_delta(void **state)
+{
+    (void)state;
+    utls_seqpred_config cfg;
+    utls_seqpred_config_default(&cfg);
+    cfg.nonce_delta = 1;
+    cfg.min_wire_len = 29;
+    utls_seqpred *sp = utls_seqpred_new(&cfg);
+    const uint64_t delta = 0xfedcba9876543210ULL; /* random start, wraps */
+    utls_seqpred_record r = rec(0, 0, 300);
+    r.has_nonce = 1;
+    r.explicit_nonce = 0 + delta;
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    uint64_t out[16];
+    utls_seqpred_query q = query(100000, 777);
+    q.has_nonce = 1;
+    q.explicit_nonce = 345 + delta;
+    size_t n = utls_seqpred_candidates(sp, out, 16, &q);
+    assert_true(n > 1);
+    assert_int_equal(out[0], 345);
+    r = rec(300, 1, 300);
+    r.has_nonce = 1;
+    r.explicit_nonce = 1 + delta;
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    n = utls_seqpred_candidates(sp, out, 16, &q);
+    assert_int_equal(n, 1);
+    assert_int_equal(out[0], 345);
+    /* A sender whose nonces are not seq + constant breaks the mode for good. */
+    r = rec(600, 2, 300);
+    r.has_nonce = 1;
+    r.explicit_nonce = 0x1234;
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    n = utls_seqpred_candidates(sp, out, 16, &q);
+    assert_false(n == 1 && out[0] == 345);
+    utls_seqpred_stats st;
+    utls_seqpred_get_stats(sp, &st);
+    assert_int_equal(st.nonce_mismatches, 1);
+    utls_seqpred_free(sp);
+}
+
+static void test_seqpred_explicit_record_number(void **state)
+{
+    (void)state;
+    utls_seqpred *sp = new_with_anchor(0, 0, 100);
+    utls_seqpred_query q = query(1 << 20, 100);
+    q.has_record_number = 1;
+    q.record_number = 123456;
+    uint64_t out[4];
+    assert_int_equal(utls_seqpred_candidates(sp, out, 4, &q), 1);
+    assert_int_equal(out[0], 123456);
+    utls_seqpred_free(sp);
+}
+
+/* Contradictory anchors are refused and change nothing. */
+static void test_seqpred_rejects_bad_anchors(void **state)
+{
+    (void)state;
+    utls_seqpred *sp = new_with_anchor(1000, 10, 100);
+    utls_seqpred_record r = rec(1000, 11, 100);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* same offset, other seq */
+    r = rec(1000, 10, 100);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1); /* idempotent */
+    r = rec(2000, 9, 100);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* seq goes backwards */
+    r = rec(1050, 11, 100);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* overlaps */
+    r = rec(500, 10, 100);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0);
+    r = rec(5000, 20, 10);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* below min size */
+    r = rec(UINT64_MAX - 50, 20, 100);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* wraps */
+    assert_int_equal(utls_seqpred_num_anchors(sp), 1);
+    utls_seqpred_free(sp);
+    utls_seqpred_free(NULL);
+    utls_seqpred_config cfg;
+    utls_seqpred_config_default(&cfg);
+    cfg.min_wire_len = 0;
+    assert_null(utls_seqpred_new(&cfg));
+    cfg.min_wire_len = 2000;
+    cfg.max_wire_len = 1000;
+    assert_null(utls_seqpred_new(&cfg));
+}
+
+static void test_seqpred_no_anchor_no_candidates(void **state)
+{
+    (void)state;
+    utls_seqpred *sp = utls_seqpred_new(NULL);
+    uint64_t out[4];
+    utls_seqpred_query q = query(1000, 100);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 4, &q), 0);
+    utls_seqpred_free(sp);
+}
+
+/* Storm: huge gaps, many queries; the candidate cap always holds, the list
+ * is distinct, and anchors stay bounded. */
+static void test_seqpred_storm_candidate_cap(void **state)
+{
+    (void)state;
+    utls_seqpred_config cfg;
+    utls_seqpred_config_default(&cfg);
+    cfg.max_candidates = 1000; /* clamped to the hard cap */
+    utls_seqpred *sp = utls_seqpred_new(&cfg);
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < 500; i++) {
+        utls_seqpred_record r = rec(off, i, 22 + (size_t)(i * 7919 % 16000));
+        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+        off += r.wire_len;
+        assert_true(utls_seqpred_num_anchors(sp) <= UTLS_SEQPRED_MAX_ANCHORS);
+    }
+    uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES * 4];
+    uint64_t seed = 7;
+    for (int i = 0; i < 2000; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        utls_seqpred_query q = query(off + (seed >> 40), 22 + (size_t)((seed >> 8) % 16000));
+        size_t n = utls_seqpred_candidates(sp, out, sizeof(out) / sizeof(out[0]), &q);
+        assert_true(n <= UTLS_SEQPRED_MAX_CANDIDATES);
+        for (size_t a = 0; a < n; a++) {
+            assert_true(out[a] >= 500);
+            for (size_t b = a + 1; b < n; b++) {
+                assert_true(out[a] != out[b]);
+            }
+        }
+    }
+    /* The per-instance default cap holds too. */
+    utls_seqpred *d = new_with_anchor(0, 0, 1000);
+    utls_seqpred_query q = query(10 << 20, 1000);
+    assert_int_equal(utls_seqpred_candidates(d, out, 64, &q), UTLS_SEQPRED_DEFAULT_CANDIDATES);
+    assert_int_equal(utls_seqpred_candidates(d, out, 3, &q), 3);
+    utls_seqpred_free(d);
+    utls_seqpred_free(sp);
+}
+
+/* advance keeps the highest anchor below the in-order point. */
+static void test_seqpred_advance(void **state)
+{
+    (void)state;
+    utls_seqpred *sp = utls_seqpred_new(NULL);
+    for (uint64_t i = 0; i < 10; i++) {
+        utls_seqpred_record r = rec(i * 100, i, 100);
+        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    }
+    utls_seqpred_advance(sp, 550);
+    assert_int_equal(utls_seqpred_num_anchors(sp), 6); /* 4 (ends 500) .. 9 */
+    uint64_t out[4];
+    utls_seqpred_query q = query(500, 100);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 4, &q), 1);
+    assert_int_equal(out[0], 5);
+    utls_seqpred_free(sp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_seqpred_constant_sizes_first_exact),
+        cmocka_unit_test(test_seqpred_declared_constant_one),
+        cmocka_unit_test(test_seqpred_bounds_from_sizes),
+        cmocka_unit_test(test_seqpred_both_directions),
+        cmocka_unit_test(test_seqpred_nonce_delta),
+        cmocka_unit_test(test_seqpred_explicit_record_number),
+        cmocka_unit_test(test_seqpred_rejects_bad_anchors),
+        cmocka_unit_test(test_seqpred_no_anchor_no_candidates),
+        cmocka_unit_test(test_seqpred_storm_candidate_cap),
+        cmocka_unit_test(test_seqpred_advance),
+    };
+    return cmocka_run_group_tests_name("seqpred", tests, NULL, NULL);
+}
