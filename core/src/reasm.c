@@ -115,6 +115,25 @@ static void reasm_merge_visit(reasm_merge_ctx *c, utls_itree_node *n)
     }
 }
 
+/* reasm_shrink gives back a buffer that is mostly unused after its tail was
+ * evicted, so allocation stays proportional to the bytes held. Failure to
+ * shrink is harmless. */
+static void reasm_shrink(utls_itree_node *n)
+{
+    size_t len = reasm_node_len(n);
+
+    if (n->cap <= 4096 || n->cap / 2 <= len) {
+        return;
+    }
+    memmove(n->buf, n->buf + n->head, len);
+    n->head = 0;
+    uint8_t *buf = realloc(n->buf, len);
+    if (buf != NULL) {
+        n->buf = buf;
+        n->cap = len;
+    }
+}
+
 /* reasm_evict_far_end removes bytes from the highest offsets until both
  * limits hold, and returns how many bytes it removed. */
 static uint64_t reasm_evict_far_end(utls_reasm *r)
@@ -135,10 +154,10 @@ static uint64_t reasm_evict_far_end(utls_reasm *r)
             r->bytes_held -= len;
             evicted += len;
         } else {
-            /* Cut the tail in place; the buffer shrinks on its next growth. */
             last->end -= excess;
             r->bytes_held -= excess;
             evicted += excess;
+            reasm_shrink(last);
         }
     }
     return evicted;

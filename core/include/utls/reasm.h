@@ -26,8 +26,9 @@ extern "C" {
 /* UTLS_REASM_MAX_BYTES is the default bound on bytes held past the in-order
  * point. Attack bounded: a peer or an on-path injector (the tap sees segments
  * before TCP validates them) sending data that never becomes in-order, to
- * exhaust memory. Allocation overhead is at most about 1.5x this plus
- * UTLS_REASM_MAX_FRAGMENTS small nodes. */
+ * exhaust memory. Buffers grow by 1.5x and are shrunk when eviction leaves
+ * them mostly empty; a single insert may briefly hold up to 2x this before
+ * eviction. Plus UTLS_REASM_MAX_FRAGMENTS small nodes. */
 #define UTLS_REASM_MAX_BYTES ((size_t)4 << 20)
 
 /* UTLS_REASM_MAX_FRAGMENTS is the default bound on disjoint runs held.
