@@ -99,7 +99,7 @@ typedef struct utls_record_info_st {
  * fills |*out_info|. Returns 1 on success and 0 on failure, exactly like
  * SSL_read_ex(): use SSL_get_error() (SSL_ERROR_WANT_READ when no record is
  * complete yet). Without SSL_MODE_UNORDERED it reads like SSL_read_ex() and
- * |out_info| reports the record the data came from.
+ * zeroes |*out_info| (no metadata is kept when the mode is off).
  */
 int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
                      UTLS_RECORD_INFO *out_info);

@@ -1,0 +1,607 @@
+/*
+ * Fragment sources: the segment BIO and the uTCP BIO.
+ *
+ * Both stand where a TCP socket would. They keep a receive buffer like the
+ * kernel's: bytes contiguous from the read point are returned by BIO_read()
+ * (the authoritative in-order stream), bytes past a hole wait in a sparse
+ * store until the hole fills. Bytes past a hole are also queued as fragment
+ * events, which the SSL takes through UTLS_BIO_CTRL_NEXT_FRAGMENT to deliver
+ * records early. The segment BIO gets segments from the caller; the uTCP BIO
+ * reads Minion's uTCP units (flags, 32-bit TCP sequence offset, data) from
+ * the next BIO in its chain.
+ */
+#include <string.h>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+
+#include "utls_local.h"
+
+/* The default receive window: a large TCP receive buffer. Segments beyond it
+ * are refused (TCP would drop them; the sender retransmits). */
+#define UTLS_SEG_DEFAULT_WINDOW ((uint64_t)16 << 20)
+/* Runs the receive buffer may hold past a hole: a TCP out-of-order queue is
+ * bounded the same way by its memory accounting. */
+#define UTLS_SEG_MAX_RUNS ((size_t)1 << 16)
+/* Fragment events not yet taken by the SSL. Past these, the oldest events are
+ * dropped: the out-of-order side loses them, the in-order stream does not. */
+#define UTLS_SEG_MAX_EVENTS ((size_t)4096)
+#define UTLS_SEG_MAX_EVENT_BYTES ((size_t)8 << 20)
+/* The largest uTCP unit read from the next BIO: a 64 KiB TSO segment. */
+#define UTLS_UTCP_MAX_UNIT (5 + 65536)
+
+typedef struct {
+    uint64_t offset;
+    size_t len;
+    uint64_t arrival_ns;
+    unsigned char *data;
+} seg_event;
+
+typedef struct {
+    /* In-order bytes: stream offsets [read_off, read_off + inorder_len). */
+    unsigned char *inorder;
+    size_t inorder_start, inorder_len, inorder_cap;
+    uint64_t read_off;
+    int eof_known;
+    uint64_t eof_off;
+    /* Bytes past the first hole, stream offsets >= read_off + inorder_len. */
+    utls_reasm *ooo;
+    uint64_t window;
+    /* Fragment events for the SSL: a ring. */
+    seg_event *events;
+    size_t ev_head, ev_count, ev_bytes;
+    seg_event taken; /* the event last handed out (freed on the next take) */
+    /* Written bytes: an internal buffer, or a BIO. */
+    unsigned char *out;
+    size_t out_len, out_cap;
+    BIO *out_bio;
+    /* uTCP: the unit being parsed. */
+    unsigned char *unit;
+} seg_ctx;
+
+static uint64_t seg_inorder_end(const seg_ctx *c)
+{
+    return c->read_off + c->inorder_len;
+}
+
+static int seg_reserve(unsigned char **buf, size_t *cap, size_t need)
+{
+    unsigned char *n;
+    size_t ncap = *cap ? *cap : 4096;
+
+    if (need <= *cap)
+        return 1;
+    while (ncap < need)
+        ncap *= 2;
+    if ((n = OPENSSL_realloc(*buf, ncap)) == NULL)
+        return 0;
+    *buf = n;
+    *cap = ncap;
+    return 1;
+}
+
+/* seg_append_inorder adds bytes at the in-order end. */
+static int seg_append_inorder(seg_ctx *c, const unsigned char *data, size_t len)
+{
+    if (c->inorder_start > 0 && c->inorder_start + c->inorder_len + len > c->inorder_cap) {
+        memmove(c->inorder, c->inorder + c->inorder_start, c->inorder_len);
+        c->inorder_start = 0;
+    }
+    if (!seg_reserve(&c->inorder, &c->inorder_cap, c->inorder_start + c->inorder_len + len))
+        return 0;
+    memcpy(c->inorder + c->inorder_start + c->inorder_len, data, len);
+    c->inorder_len += len;
+    return 1;
+}
+
+static void seg_event_drop_oldest(seg_ctx *c)
+{
+    seg_event *e = &c->events[c->ev_head];
+
+    c->ev_bytes -= e->len;
+    OPENSSL_free(e->data);
+    e->data = NULL;
+    c->ev_head = (c->ev_head + 1) % UTLS_SEG_MAX_EVENTS;
+    c->ev_count--;
+}
+
+static void seg_queue_event(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len)
+{
+    seg_event *e;
+
+    if (len == 0 || len > UTLS_SEG_MAX_EVENT_BYTES)
+        return;
+    while (c->ev_count == UTLS_SEG_MAX_EVENTS || c->ev_bytes + len > UTLS_SEG_MAX_EVENT_BYTES)
+        seg_event_drop_oldest(c);
+    e = &c->events[(c->ev_head + c->ev_count) % UTLS_SEG_MAX_EVENTS];
+    if ((e->data = OPENSSL_memdup(data, len)) == NULL)
+        return; /* the out-of-order side misses it; in order it still comes */
+    e->offset = offset;
+    e->len = len;
+    e->arrival_ns = utls_now_ns();
+    c->ev_count++;
+    c->ev_bytes += len;
+}
+
+/* seg_pull_contiguous moves bytes from the sparse store that became
+ * contiguous with the in-order end. */
+static int seg_pull_contiguous(seg_ctx *c)
+{
+    utls_reasm_run run;
+    uint64_t end = seg_inorder_end(c);
+
+    while (utls_reasm_find_run(c->ooo, &run, end)) {
+        size_t skip = (size_t)(end - run.offset);
+
+        if (!seg_append_inorder(c, run.data + skip, run.len - skip))
+            return 0;
+        end = seg_inorder_end(c);
+        utls_reasm_advance(c->ooo, end);
+    }
+    utls_reasm_advance(c->ooo, end);
+    return 1;
+}
+
+/* seg_push is UTLS_BIO_segment_push on the context. */
+static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len)
+{
+    uint64_t end = seg_inorder_end(c);
+
+    if (len == 0)
+        return 1;
+    if (data == NULL || (uint64_t)len > UINT64_MAX - offset) {
+        utls_raise(UTLS_R_OFFSET_WRAPS, "segment at %llu, %zu bytes",
+                   (unsigned long long)offset, len);
+        return 0;
+    }
+    if (offset + len <= end)
+        return 1; /* already received: a retransmission or duplicate */
+    if (offset + len - end > c->window) {
+        utls_raise(UTLS_R_OUTSIDE_WINDOW, "segment ends %llu bytes past the read point, window %llu",
+                   (unsigned long long)(offset + len - c->read_off),
+                   (unsigned long long)c->window);
+        return 0;
+    }
+    if (offset <= end) {
+        /* At or straddling the in-order end: TCP would deliver it now. */
+        size_t skip = (size_t)(end - offset);
+
+        if (!seg_append_inorder(c, data + skip, len - skip))
+            return 0;
+        return seg_pull_contiguous(c);
+    }
+    /* Past a hole: keep it for the in-order stream, and tell the SSL. */
+    switch (utls_reasm_insert(c->ooo, offset, data, len)) {
+    case UTLS_REASM_STORED:
+        seg_queue_event(c, offset, data, len);
+        return 1;
+    case UTLS_REASM_NO_NEW_DATA:
+        return 1;
+    case UTLS_REASM_DROPPED:
+        utls_raise(UTLS_R_OUTSIDE_WINDOW, "receive buffer full");
+        return 0;
+    case UTLS_REASM_INVALID:
+    case UTLS_REASM_ERROR:
+    default:
+        return 0;
+    }
+}
+
+static seg_ctx *seg_ctx_new(void)
+{
+    seg_ctx *c = OPENSSL_zalloc(sizeof(*c));
+    utls_reasm_limits lim;
+
+    if (c == NULL)
+        return NULL;
+    c->window = UTLS_SEG_DEFAULT_WINDOW;
+    lim.max_bytes = (size_t)c->window;
+    lim.max_fragments = UTLS_SEG_MAX_RUNS;
+    lim.max_window = c->window;
+    c->ooo = utls_reasm_new(&lim, 0);
+    c->events = OPENSSL_zalloc(sizeof(*c->events) * UTLS_SEG_MAX_EVENTS);
+    if (c->ooo == NULL || c->events == NULL) {
+        utls_reasm_free(c->ooo);
+        OPENSSL_free(c->events);
+        OPENSSL_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void seg_ctx_free(seg_ctx *c)
+{
+    if (c == NULL)
+        return;
+    while (c->ev_count > 0)
+        seg_event_drop_oldest(c);
+    OPENSSL_free(c->taken.data);
+    OPENSSL_free(c->events);
+    utls_reasm_free(c->ooo);
+    OPENSSL_free(c->inorder);
+    OPENSSL_free(c->out);
+    OPENSSL_free(c->unit);
+    OPENSSL_free(c);
+}
+
+static int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
+{
+    size_t n;
+
+    BIO_clear_retry_flags(b);
+    if (c->inorder_len == 0) {
+        if (c->eof_known && c->read_off >= c->eof_off)
+            return 0;
+        BIO_set_retry_read(b);
+        return -1;
+    }
+    n = c->inorder_len < (size_t)outl ? c->inorder_len : (size_t)outl;
+    memcpy(out, c->inorder + c->inorder_start, n);
+    c->inorder_start += n;
+    c->inorder_len -= n;
+    c->read_off += n;
+    if (c->inorder_len == 0)
+        c->inorder_start = 0;
+    return (int)n;
+}
+
+static int seg_take_event(seg_ctx *c, utls_bio_fragment *f)
+{
+    seg_event *e;
+
+    OPENSSL_free(c->taken.data);
+    c->taken.data = NULL;
+    while (c->ev_count > 0) {
+        e = &c->events[c->ev_head];
+        c->taken = *e;
+        e->data = NULL;
+        c->ev_bytes -= e->len;
+        c->ev_head = (c->ev_head + 1) % UTLS_SEG_MAX_EVENTS;
+        c->ev_count--;
+        /* Bytes that became in-order since are of no use out of order. */
+        if (c->taken.offset + c->taken.len <= seg_inorder_end(c)) {
+            OPENSSL_free(c->taken.data);
+            c->taken.data = NULL;
+            continue;
+        }
+        f->offset = c->taken.offset;
+        f->data = c->taken.data;
+        f->len = c->taken.len;
+        f->arrival_ns = c->taken.arrival_ns;
+        return 1;
+    }
+    return 0;
+}
+
+static long seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
+{
+    switch (cmd) {
+    case UTLS_BIO_CTRL_NEXT_FRAGMENT:
+        return seg_take_event(c, ptr);
+    case UTLS_BIO_CTRL_READ_OFFSET:
+        *(uint64_t *)ptr = c->read_off;
+        return 1;
+    case BIO_CTRL_PENDING:
+        return (long)c->inorder_len;
+    case BIO_CTRL_EOF:
+        return c->eof_known && c->read_off >= c->eof_off && c->inorder_len == 0;
+    default:
+        (void)num;
+        return 0;
+    }
+}
+
+/* --- The segment BIO ----------------------------------------------------- */
+
+static int seg_new(BIO *b)
+{
+    seg_ctx *c = seg_ctx_new();
+
+    if (c == NULL)
+        return 0;
+    BIO_set_data(b, c);
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static int seg_free(BIO *b)
+{
+    if (b == NULL)
+        return 0;
+    seg_ctx_free(BIO_get_data(b));
+    BIO_set_data(b, NULL);
+    return 1;
+}
+
+static int seg_read(BIO *b, char *out, int outl)
+{
+    return seg_read_inorder(b, BIO_get_data(b), out, outl);
+}
+
+static int seg_write(BIO *b, const char *in, int inl)
+{
+    seg_ctx *c = BIO_get_data(b);
+
+    BIO_clear_retry_flags(b);
+    if (inl <= 0)
+        return 0;
+    if (c->out_bio != NULL) {
+        int r = BIO_write(c->out_bio, in, inl);
+
+        if (r <= 0 && BIO_should_retry(c->out_bio))
+            BIO_set_retry_write(b);
+        return r;
+    }
+    if (!seg_reserve(&c->out, &c->out_cap, c->out_len + (size_t)inl))
+        return -1;
+    memcpy(c->out + c->out_len, in, (size_t)inl);
+    c->out_len += (size_t)inl;
+    return inl;
+}
+
+static long seg_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    seg_ctx *c = BIO_get_data(b);
+
+    switch (cmd) {
+    case BIO_CTRL_FLUSH:
+        return c->out_bio != NULL ? BIO_flush(c->out_bio) : 1;
+    case BIO_CTRL_WPENDING:
+        return (long)c->out_len;
+    default:
+        return seg_common_ctrl(c, cmd, num, ptr);
+    }
+}
+
+static int seg_puts(BIO *b, const char *str)
+{
+    return seg_write(b, str, (int)strlen(str));
+}
+
+static CRYPTO_ONCE seg_once = CRYPTO_ONCE_STATIC_INIT;
+static BIO_METHOD *seg_method = NULL;
+static int seg_type = -1;
+static CRYPTO_ONCE utcp_once = CRYPTO_ONCE_STATIC_INIT;
+static BIO_METHOD *utcp_method = NULL;
+static int utcp_type = -1;
+
+static void seg_method_init(void)
+{
+    BIO_METHOD *m;
+
+    seg_type = BIO_get_new_index() | BIO_TYPE_SOURCE_SINK;
+    m = BIO_meth_new(seg_type, "uTLS segment");
+
+    if (m == NULL
+        || !BIO_meth_set_write(m, seg_write) || !BIO_meth_set_read(m, seg_read)
+        || !BIO_meth_set_puts(m, seg_puts) || !BIO_meth_set_ctrl(m, seg_ctrl)
+        || !BIO_meth_set_create(m, seg_new) || !BIO_meth_set_destroy(m, seg_free)) {
+        BIO_meth_free(m);
+        return;
+    }
+    seg_method = m;
+}
+
+const BIO_METHOD *UTLS_BIO_s_segment(void)
+{
+    if (!CRYPTO_THREAD_run_once(&seg_once, seg_method_init))
+        return NULL;
+    return seg_method;
+}
+
+static seg_ctx *seg_of(BIO *b)
+{
+    const BIO_METHOD *seg = UTLS_BIO_s_segment(), *utcp = UTLS_BIO_f_utcp();
+
+    if (b == NULL || seg == NULL || utcp == NULL
+        || (BIO_method_type(b) != seg_type && BIO_method_type(b) != utcp_type)) {
+        utls_raise(UTLS_R_NOT_A_SEGMENT_BIO, NULL);
+        return NULL;
+    }
+    return BIO_get_data(b);
+}
+
+int UTLS_BIO_segment_push(BIO *b, uint64_t offset, const void *data, size_t len)
+{
+    seg_ctx *c = seg_of(b);
+
+    return c != NULL && seg_push(c, offset, data, len);
+}
+
+int UTLS_BIO_segment_push_eof(BIO *b, uint64_t offset)
+{
+    seg_ctx *c = seg_of(b);
+
+    if (c == NULL)
+        return 0;
+    c->eof_known = 1;
+    c->eof_off = offset;
+    return 1;
+}
+
+size_t UTLS_BIO_segment_take_output(BIO *b, void *buf, size_t len)
+{
+    seg_ctx *c = seg_of(b);
+    size_t n;
+
+    if (c == NULL)
+        return 0;
+    n = c->out_len < len ? c->out_len : len;
+    memcpy(buf, c->out, n);
+    memmove(c->out, c->out + n, c->out_len - n);
+    c->out_len -= n;
+    return n;
+}
+
+int UTLS_BIO_segment_set_output(BIO *b, BIO *out)
+{
+    seg_ctx *c = seg_of(b);
+
+    if (c == NULL)
+        return 0;
+    c->out_bio = out;
+    return 1;
+}
+
+int UTLS_BIO_segment_set_window(BIO *b, uint64_t window)
+{
+    seg_ctx *c = seg_of(b);
+    utls_reasm_limits lim;
+    utls_reasm *n;
+
+    if (c == NULL || window == 0)
+        return 0;
+    lim.max_bytes = window > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)window;
+    lim.max_fragments = UTLS_SEG_MAX_RUNS;
+    lim.max_window = window;
+    if (utls_reasm_bytes_held(c->ooo) != 0) {
+        /* Held bytes would have to move; only allowed before data arrives. */
+        return 0;
+    }
+    if ((n = utls_reasm_new(&lim, seg_inorder_end(c))) == NULL)
+        return 0;
+    utls_reasm_free(c->ooo);
+    c->ooo = n;
+    c->window = window;
+    return 1;
+}
+
+/* --- The uTCP BIO (filter) ----------------------------------------------- */
+
+/* utcp_extend turns a 32-bit TCP sequence offset into the 64-bit stream
+ * offset nearest the in-order end (RFC 1982 serial arithmetic). */
+static int utcp_extend(const seg_ctx *c, uint32_t off32, uint64_t *out)
+{
+    uint64_t end = seg_inorder_end(c);
+    int32_t d = (int32_t)(off32 - (uint32_t)end);
+
+    if (d < 0 && (uint64_t)(-(int64_t)d) > end)
+        return 0;
+    *out = end + (int64_t)d;
+    return 1;
+}
+
+/* utcp_pump reads one unit from the next BIO. Returns 1 if a unit was
+ * consumed, 0 at end of file, -1 when the next BIO has nothing (retry) or
+ * failed. */
+static int utcp_pump(BIO *b, seg_ctx *c)
+{
+    BIO *next = BIO_next(b);
+    int n;
+    uint64_t off;
+
+    if (next == NULL)
+        return -1;
+    if (c->unit == NULL && (c->unit = OPENSSL_malloc(UTLS_UTCP_MAX_UNIT)) == NULL)
+        return -1;
+    n = BIO_read(next, c->unit, UTLS_UTCP_MAX_UNIT);
+    if (n <= 0) {
+        BIO_copy_next_retry(b);
+        return n == 0 ? 0 : -1;
+    }
+    if (n < 5) {
+        utls_raise(UTLS_R_BAD_UTCP_UNIT, "%d bytes", n);
+        return 1; /* skip it: the in-order stream is unaffected */
+    }
+    if (!utcp_extend(c, ((uint32_t)c->unit[1] << 24) | ((uint32_t)c->unit[2] << 16)
+                            | ((uint32_t)c->unit[3] << 8) | c->unit[4], &off))
+        return 1;
+    if (c->unit[0] & UTLS_UTCP_FLAG_EOF) {
+        c->eof_known = 1;
+        c->eof_off = off;
+        return 1;
+    }
+    ERR_set_mark();
+    if (!seg_push(c, off, c->unit + 5, (size_t)n - 5))
+        ERR_pop_to_mark(); /* outside the window: like TCP, drop it */
+    else
+        ERR_clear_last_mark();
+    return 1;
+}
+
+static int utcp_read(BIO *b, char *out, int outl)
+{
+    seg_ctx *c = BIO_get_data(b);
+    int r;
+
+    BIO_clear_retry_flags(b);
+    while (c->inorder_len == 0) {
+        uint64_t before = c->ev_count;
+
+        if (c->eof_known && c->read_off >= c->eof_off)
+            return 0;
+        r = utcp_pump(b, c);
+        if (r == 0) {
+            /* The next BIO ended: so does the stream, at the in-order end. */
+            c->eof_known = 1;
+            c->eof_off = seg_inorder_end(c);
+            continue;
+        }
+        if (r < 0)
+            return -1; /* retry flags copied from the next BIO */
+        if (c->inorder_len == 0 && c->ev_count > before) {
+            /* Data past a hole: give the SSL a chance to deliver it. */
+            BIO_set_retry_read(b);
+            return -1;
+        }
+    }
+    return seg_read_inorder(b, c, out, outl);
+}
+
+static int utcp_write(BIO *b, const char *in, int inl)
+{
+    BIO *next = BIO_next(b);
+    int r;
+
+    BIO_clear_retry_flags(b);
+    if (next == NULL)
+        return 0;
+    r = BIO_write(next, in, inl);
+    BIO_copy_next_retry(b);
+    return r;
+}
+
+static long utcp_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    seg_ctx *c = BIO_get_data(b);
+    BIO *next = BIO_next(b);
+
+    switch (cmd) {
+    case UTLS_BIO_CTRL_NEXT_FRAGMENT:
+    case UTLS_BIO_CTRL_READ_OFFSET:
+    case BIO_CTRL_PENDING:
+    case BIO_CTRL_EOF:
+        return seg_common_ctrl(c, cmd, num, ptr);
+    default:
+        return next != NULL ? BIO_ctrl(next, cmd, num, ptr) : 0;
+    }
+}
+
+static int utcp_puts(BIO *b, const char *str)
+{
+    return utcp_write(b, str, (int)strlen(str));
+}
+
+static void utcp_method_init(void)
+{
+    BIO_METHOD *m;
+
+    utcp_type = BIO_get_new_index() | BIO_TYPE_FILTER;
+    m = BIO_meth_new(utcp_type, "uTLS uTCP");
+
+    if (m == NULL
+        || !BIO_meth_set_write(m, utcp_write) || !BIO_meth_set_read(m, utcp_read)
+        || !BIO_meth_set_puts(m, utcp_puts) || !BIO_meth_set_ctrl(m, utcp_ctrl)
+        || !BIO_meth_set_create(m, seg_new) || !BIO_meth_set_destroy(m, seg_free)) {
+        BIO_meth_free(m);
+        return;
+    }
+    utcp_method = m;
+}
+
+const BIO_METHOD *UTLS_BIO_f_utcp(void)
+{
+    if (!CRYPTO_THREAD_run_once(&utcp_once, utcp_method_init))
+        return NULL;
+    return utcp_method;
+}

@@ -1,0 +1,223 @@
+/*
+ * Per-connection uTLS state, limits, statistics and error reporting.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/err.h>
+
+#include "utls_local.h"
+
+/* --- Errors -------------------------------------------------------------- */
+
+static CRYPTO_ONCE utls_err_once = CRYPTO_ONCE_STATIC_INIT;
+static int utls_err_lib = 0;
+
+static ERR_STRING_DATA utls_reason_strings[] = {
+    {0, "uTLS"}, /* the library name; its code is filled in at load time */
+    {UTLS_R_BUFFER_TOO_SMALL, "record larger than the read buffer (nothing was consumed)"},
+    {UTLS_R_NOT_A_SEGMENT_BIO, "not a uTLS segment BIO"},
+    {UTLS_R_OUTSIDE_WINDOW, "segment lies beyond the receive window"},
+    {UTLS_R_BAD_UTCP_UNIT, "uTCP unit shorter than its 5-byte header"},
+    {UTLS_R_INVALID_LIMITS, "invalid uTLS limits"},
+    {UTLS_R_OFFSET_WRAPS, "stream offset plus length wraps past 2^64"},
+    {0, NULL}};
+
+static void utls_err_load(void)
+{
+    size_t i;
+
+    utls_err_lib = ERR_get_next_error_library();
+    utls_reason_strings[0].error = ERR_PACK(utls_err_lib, 0, 0);
+    for (i = 1; utls_reason_strings[i].string != NULL; i++)
+        utls_reason_strings[i].error = ERR_PACK(utls_err_lib, 0, utls_reason_strings[i].error);
+    ERR_load_strings_const(utls_reason_strings);
+}
+
+int UTLS_get_lib(void)
+{
+    if (!CRYPTO_THREAD_run_once(&utls_err_once, utls_err_load))
+        return 0;
+    return utls_err_lib;
+}
+
+/* utls_raise puts a uTLS error with an optional formatted detail on the queue. */
+void utls_raise(int reason, const char *fmt, ...)
+{
+    int lib = UTLS_get_lib();
+
+    ERR_new();
+    ERR_set_debug(OPENSSL_FILE, OPENSSL_LINE, "uTLS");
+    if (fmt != NULL) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        ERR_vset_error(lib, reason, fmt, ap);
+        va_end(ap);
+    } else {
+        ERR_set_error(lib, reason, NULL);
+    }
+}
+
+uint64_t utls_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* --- Limits -------------------------------------------------------------- */
+
+void UTLS_limits_default(UTLS_LIMITS *out_limits)
+{
+    if (out_limits == NULL)
+        return;
+    out_limits->max_bytes_held = UTLS_REASM_MAX_BYTES;
+    out_limits->max_fragments = UTLS_REASM_MAX_FRAGMENTS;
+    out_limits->max_window = UTLS_REASM_MAX_WINDOW;
+    out_limits->max_probes_per_record = UTLS_DEFAULT_MAX_PROBES_PER_RECORD;
+    out_limits->max_probes_per_kib = UTLS_DEFAULT_MAX_PROBES_PER_KIB;
+    out_limits->max_ready_records = UTLS_DEFAULT_MAX_READY_RECORDS;
+}
+
+int UTLS_set_limits(SSL *s, const UTLS_LIMITS *limits)
+{
+    utls_conn *c;
+
+    if (s == NULL || limits == NULL
+        || limits->max_probes_per_record > UTLS_SEQPRED_MAX_CANDIDATES
+        || (limits->max_window == 0 && limits->max_bytes_held != 0)) {
+        utls_raise(UTLS_R_INVALID_LIMITS, NULL);
+        return 0;
+    }
+    if ((c = utls_conn_get(s)) == NULL)
+        return 0;
+    c->limits = *limits;
+    /* The stores are rebuilt with the new limits; what they held would
+     * still arrive in order. */
+    utls_ooo_reset(c);
+    return 1;
+}
+
+int UTLS_get_limits(const SSL *s, UTLS_LIMITS *out_limits)
+{
+    if (s == NULL || out_limits == NULL)
+        return 0;
+    if (s->utls != NULL)
+        *out_limits = s->utls->limits;
+    else
+        UTLS_limits_default(out_limits);
+    return 1;
+}
+
+/* --- Connection state ---------------------------------------------------- */
+
+/* utls_conn_get returns |s|'s uTLS state, creating it on first use. */
+utls_conn *utls_conn_get(SSL *s)
+{
+    utls_conn *c = s->utls;
+
+    if (c != NULL)
+        return c;
+    c = OPENSSL_zalloc(sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    UTLS_limits_default(&c->limits);
+    c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
+    s->utls = c;
+    return c;
+}
+
+static void utls_ready_clear(utls_conn *c)
+{
+    size_t i;
+
+    for (i = 0; i < c->num_ready; i++)
+        OPENSSL_clear_free(c->ready[i].data, c->ready[i].len);
+    c->num_ready = 0;
+}
+
+/*
+ * utls_ooo_reset drops the out-of-order stores (they are rebuilt for the
+ * current key generation on next use). Verified records already waiting are
+ * kept: they remain genuine and are still owed to the application.
+ */
+void utls_ooo_reset(utls_conn *c)
+{
+    utls_reasm_free(c->reasm);
+    utls_scan_free(c->scan);
+    utls_seqpred_free(c->pred);
+    c->reasm = NULL;
+    c->scan = NULL;
+    c->pred = NULL;
+    c->gen_ready = 0;
+}
+
+void utls_conn_free(utls_conn *c)
+{
+    utls_conn_clear(c);
+    OPENSSL_free(c);
+}
+
+void utls_conn_clear(utls_conn *c)
+{
+    UTLS_LIMITS limits;
+
+    if (c == NULL)
+        return;
+    limits = c->limits;
+    utls_ooo_reset(c);
+    utls_ready_clear(c);
+    OPENSSL_free(c->ready);
+    OPENSSL_free(c->ahead);
+    EVP_CIPHER_CTX_free(c->probe_ctx);
+    if (c->scratch != NULL)
+        OPENSSL_clear_free(c->scratch, UTLS_SCRATCH_LEN);
+    memset(c, 0, sizeof(*c));
+    c->limits = limits;
+    c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
+}
+
+/* --- Statistics ---------------------------------------------------------- */
+
+int UTLS_get_stats(const SSL *s, UTLS_STATS *out_stats)
+{
+    if (s == NULL || out_stats == NULL)
+        return 0;
+    if (s->utls != NULL) {
+        *out_stats = s->utls->stats;
+    } else {
+        memset(out_stats, 0, sizeof(*out_stats));
+        out_stats->fallback = UTLS_FALLBACK_NOT_ENABLED;
+    }
+    if ((s->mode & SSL_MODE_UNORDERED) == 0)
+        out_stats->fallback = UTLS_FALLBACK_NOT_ENABLED;
+    return 1;
+}
+
+const char *UTLS_fallback_string(UTLS_FALLBACK reason)
+{
+    switch (reason) {
+    case UTLS_FALLBACK_NONE:
+        return "none: out-of-order delivery is active";
+    case UTLS_FALLBACK_NOT_ENABLED:
+        return "SSL_MODE_UNORDERED is not set";
+    case UTLS_FALLBACK_HANDSHAKE:
+        return "no application traffic key yet";
+    case UTLS_FALLBACK_CIPHER:
+        return "the cipher chains state across records (TLS 1.0 CBC, stream or null cipher)";
+    case UTLS_FALLBACK_DTLS:
+        return "DTLS has no byte stream to reorder";
+    case UTLS_FALLBACK_KTLS:
+        return "the kernel decrypts records (KTLS)";
+    case UTLS_FALLBACK_NO_FRAGMENTS:
+        return "the read BIO reports no fragments (no holes to fill)";
+    case UTLS_FALLBACK_RESOURCES:
+        return "out of memory: in-order delivery only";
+    default:
+        return "unknown";
+    }
+}

@@ -1,0 +1,52 @@
+/*
+ * The functions OpenSSL's patched files call. Every call site is guarded by
+ * (s->mode & SSL_MODE_UNORDERED) or by s->utls != NULL, so with the mode off
+ * the fork runs upstream's code and nothing else.
+ */
+#ifndef UTLS_HOOKS_H
+#define UTLS_HOOKS_H
+
+#include <stddef.h>
+
+#include <openssl/utls.h> /* SSL_MODE_UNORDERED */
+
+typedef struct utls_conn_st utls_conn;
+struct ssl_st;
+struct ssl3_record_st;
+
+/* SSL_free: forget all uTLS state. NULL-safe. */
+void utls_conn_free(utls_conn *c);
+
+/* SSL_clear: forget the stream (a new connection follows), keep the
+ * settings (limits). NULL-safe. */
+void utls_conn_clear(utls_conn *c);
+
+/* ssl3_get_record: a whole record (header and body) has been read in order. */
+void utls_hook_record_read(struct ssl_st *s, struct ssl3_record_st *rr);
+
+/*
+ * ssl3_get_record: the record was authenticated and decrypted in order. If it
+ * was already delivered out of order, it is marked read (and empty) so that
+ * ssl3_read_bytes skips it.
+ */
+void utls_hook_record_done(struct ssl_st *s, struct ssl3_record_st *rr);
+
+/*
+ * ssl3_read_bytes, before the in-order path: returns 1 when it handled the
+ * read (delivered an out-of-order record, or failed), with the value
+ * ssl3_read_bytes must return in |*out_ret|; 0 to go on in order.
+ */
+int utls_hook_read_bytes(struct ssl_st *s, unsigned char *buf, size_t len, int peek,
+                         size_t *readbytes, int *out_ret);
+
+/*
+ * ssl3_read_bytes, before copying an in-order application record: returns 1
+ * to go on, or 0 when |len| cannot hold the whole record (the error is
+ * raised; nothing is consumed).
+ */
+int utls_hook_deliver_inorder(struct ssl_st *s, struct ssl3_record_st *rr, size_t len);
+
+/* The read key changed (handshake, KeyUpdate, renegotiation). */
+void utls_hook_read_key_changed(struct ssl_st *s);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * uTLS inside libssl: the per-connection state of the unordered receive path
+ * and the functions the hook patches call. Only compiled into the fork; the
+ * upstream files include utls_hooks.h, not this.
+ */
+#ifndef UTLS_LOCAL_H
+#define UTLS_LOCAL_H
+
+#include <stdint.h>
+
+#include <openssl/utls.h>
+
+#include "ssl_local.h" /* libssl is built with ssl/ on the include path */
+#include "record/record_local.h"
+#include "utls/reasm.h"
+#include "utls/scan.h"
+#include "utls/seqpred.h"
+#include "utls_hooks.h"
+
+/*
+ * BIO controls a fragment source answers. They sit above OpenSSL's own
+ * BIO_C_* range (which ends below 200 in 3.0) so no stock BIO answers them.
+ *
+ * UTLS_BIO_CTRL_NEXT_FRAGMENT: ptr is a utls_bio_fragment; returns 1 and fills
+ * it with the oldest fragment not yet taken (its data stays valid until the
+ * next call on the BIO), 0 if there is none.
+ * UTLS_BIO_CTRL_READ_OFFSET: ptr is a uint64_t; returns 1 and stores the
+ * stream offset of the next byte BIO_read() will return.
+ */
+#define UTLS_BIO_CTRL_NEXT_FRAGMENT 0x7574 /* "ut" */
+#define UTLS_BIO_CTRL_READ_OFFSET 0x7575
+
+typedef struct {
+    uint64_t offset;
+    const unsigned char *data;
+    size_t len;
+    uint64_t arrival_ns;
+} utls_bio_fragment;
+
+/* Default limits (UTLS_limits_default). Each bounds an attack; see utls.h. */
+#define UTLS_DEFAULT_MAX_PROBES_PER_RECORD 16
+/* 32 trial decryptions per KiB past a hole: an honest stream needs about one
+ * per record (>= 1 per 16 KiB .. 1 per 22 bytes); an injector pays 1 KiB of
+ * traffic for 32 failed trials of ~1 us each. */
+#define UTLS_DEFAULT_MAX_PROBES_PER_KIB 32
+/* A burst allowance for the probe budget, so that the first records after a
+ * hole do not wait for the budget to build up. */
+#define UTLS_PROBE_BUDGET_BURST 256
+/* Verified records waiting to be read: bounds memory (each holds up to 16 KiB
+ * of plaintext) when the application reads slower than records arrive. */
+#define UTLS_DEFAULT_MAX_READY_RECORDS 64
+/* Records delivered out of order and not yet passed in order. Bounds the
+ * duplicate-suppression set; past it no more records are delivered early. */
+#define UTLS_MAX_DELIVERED_AHEAD 1024
+/* Scanner hits handled per feed call. */
+#define UTLS_SCAN_BATCH 64
+
+typedef struct {
+    uint64_t seq;
+    uint32_t gen;
+    uint64_t offset;
+    size_t wire_len;
+    uint64_t arrival_ns;
+    size_t len;
+    unsigned char *data; /* plaintext, owned */
+} utls_ready_record;
+
+struct utls_conn_st {
+    UTLS_LIMITS limits;
+    UTLS_STATS stats;
+
+    /* The in-order path. next_offset is the stream offset of the next record
+     * header OpenSSL's record code will read. */
+    int offset_known;
+    uint64_t next_offset;
+    uint64_t cur_offset; /* the record being processed in order */
+    size_t cur_wire_len;
+    uint64_t cur_arrival_ns;
+    int cur_has_nonce;   /* the record's first 8 ciphertext bytes, for the */
+    uint64_t cur_nonce;  /* explicit-nonce delta of TLS 1.2 GCM/CCM */
+    UTLS_RECORD_INFO inorder_info; /* the last in-order application record */
+    UTLS_RECORD_INFO last_info;    /* what the last read returned */
+    int last_info_valid;
+
+    /* Key generations: gen counts read-key changes after the handshake. */
+    int post_handshake;
+    uint32_t gen;
+    int gen_ready;              /* out-of-order state set up for gen */
+    int gen_start_known;
+    uint64_t gen_start_offset;  /* first record of gen */
+    int ooo_possible;
+    int tls13, aead, explicit_nonce;
+
+    /* The out-of-order side. */
+    utls_reasm *reasm;
+    utls_scan *scan;
+    utls_seqpred *pred;
+    EVP_CIPHER_CTX *probe_ctx;
+    double probe_budget;
+
+    uint64_t *ahead; /* seqs of gen delivered out of order, sorted */
+    size_t num_ahead;
+    utls_ready_record *ready;
+    size_t num_ready;
+
+    unsigned char *scratch; /* one record: header + max ciphertext */
+};
+
+#define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
+
+utls_conn *utls_conn_get(SSL *s);
+void utls_raise(int reason, const char *fmt, ...);
+uint64_t utls_now_ns(void);
+void utls_ooo_reset(utls_conn *c);
+
+/*
+ * utls_probe checks whether the record |wire| (|wire_len| bytes, header
+ * included) authenticates as sequence number |seq| under |s|'s current read
+ * state, on a copy of that state. On success returns 1, points |*out_pt| at
+ * the plaintext (inside c->scratch, valid until the next probe), sets
+ * |*out_len| to its length and |*out_type| to its content type (the inner
+ * type for TLS 1.3). Returns 0 on a failed check (nothing of |s| changed, no error
+ * left on the queue), -1 on an internal error.
+ */
+int utls_probe(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len, uint64_t seq,
+               const unsigned char **out_pt, size_t *out_len, int *out_type);
+
+#endif

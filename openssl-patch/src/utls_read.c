@@ -1,0 +1,592 @@
+/*
+ * The unordered receive path (SSL_MODE_UNORDERED).
+ *
+ * The in-order path is OpenSSL's own record code: it stays authoritative and
+ * delivers every record in sequence order. This file adds, past a hole:
+ * fragments from the read BIO -> reassembly -> header scan -> sequence
+ * prediction -> trial decryption on a copy of the read state -> a queue of
+ * verified records, which the next read delivers. A record delivered early is
+ * remembered by sequence number and skipped when the in-order path reaches it.
+ *
+ * The paper's prototype read the socket only when its list of out-of-order
+ * records was empty and so locked out in-order data (uTLS report, 7.1). Here
+ * every read first drains all fragments that have arrived, then delivers one
+ * ready record, and otherwise reads in order; and when the in-order read finds
+ * nothing, the fragments are drained again before the read reports
+ * SSL_ERROR_WANT_READ. Neither side can starve the other.
+ */
+#include <string.h>
+
+#include <openssl/err.h>
+
+#include "utls_local.h"
+
+static uint64_t be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* An SSLv2-compatible ClientHello's header (ssl3_record.c keeps it private). */
+#define UTLS_SSL2_HEADER_LENGTH 2
+
+/* The sequence number the in-order path will use for its next record. */
+static uint64_t utls_inorder_seq(SSL *s)
+{
+    return be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
+}
+
+/* Sequence numbers in the predictor are shifted by one, so that the virtual
+ * anchor that marks the start of a key generation can carry "seq -1". */
+#define PRED_SEQ(seq) ((seq) + 1)
+
+/* --- The set of sequence numbers delivered ahead of the in-order path ---- */
+
+static size_t ahead_lower(const utls_conn *c, uint64_t seq)
+{
+    size_t lo = 0, hi = c->num_ahead;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (c->ahead[mid] < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int ahead_contains(const utls_conn *c, uint64_t seq)
+{
+    size_t i = ahead_lower(c, seq);
+
+    return i < c->num_ahead && c->ahead[i] == seq;
+}
+
+static int ahead_add(utls_conn *c, uint64_t seq)
+{
+    size_t i;
+
+    if (c->ahead == NULL
+        && (c->ahead = OPENSSL_malloc(sizeof(*c->ahead) * UTLS_MAX_DELIVERED_AHEAD)) == NULL)
+        return 0;
+    if (c->num_ahead == UTLS_MAX_DELIVERED_AHEAD)
+        return 0;
+    i = ahead_lower(c, seq);
+    memmove(&c->ahead[i + 1], &c->ahead[i], (c->num_ahead - i) * sizeof(*c->ahead));
+    c->ahead[i] = seq;
+    c->num_ahead++;
+    return 1;
+}
+
+/* ahead_take removes |seq| and everything below it; returns 1 if |seq| was
+ * there. In-order sequence numbers only grow, so lower ones are stale. */
+static int ahead_take(utls_conn *c, uint64_t seq)
+{
+    size_t i = ahead_lower(c, seq);
+    int found = i < c->num_ahead && c->ahead[i] == seq;
+    size_t drop = i + (size_t)found;
+
+    memmove(&c->ahead[0], &c->ahead[drop], (c->num_ahead - drop) * sizeof(*c->ahead));
+    c->num_ahead -= drop;
+    return found;
+}
+
+/* --- Ready records (verified, waiting to be read), sorted by seq --------- */
+
+static int ready_find(const utls_conn *c, uint64_t seq)
+{
+    size_t i;
+
+    for (i = 0; i < c->num_ready; i++)
+        if (c->ready[i].seq == seq && c->ready[i].gen == c->gen)
+            return (int)i;
+    return -1;
+}
+
+static void ready_remove(utls_conn *c, size_t i)
+{
+    OPENSSL_clear_free(c->ready[i].data, c->ready[i].len);
+    memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i - 1) * sizeof(*c->ready));
+    c->num_ready--;
+}
+
+static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned char *pt)
+{
+    size_t i;
+
+    if (c->ready == NULL) {
+        c->ready = OPENSSL_malloc(sizeof(*c->ready) * UTLS_DEFAULT_MAX_READY_RECORDS * 4);
+        if (c->ready == NULL)
+            return 0;
+    }
+    if (c->num_ready >= c->limits.max_ready_records
+        || c->num_ready >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
+        || c->num_ready + c->num_ahead >= UTLS_MAX_DELIVERED_AHEAD)
+        return 0;
+    for (i = c->num_ready; i > 0; i--) {
+        const utls_ready_record *p = &c->ready[i - 1];
+
+        if (p->gen < r->gen || (p->gen == r->gen && p->seq < r->seq))
+            break;
+    }
+    memmove(&c->ready[i + 1], &c->ready[i], (c->num_ready - i) * sizeof(*c->ready));
+    c->ready[i] = *r;
+    if ((c->ready[i].data = OPENSSL_memdup(pt, r->len)) == NULL) {
+        memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i) * sizeof(*c->ready));
+        return 0;
+    }
+    c->num_ready++;
+    return 1;
+}
+
+/* --- Setting up a key generation ----------------------------------------- */
+
+static int utls_bio_is_fragment_source(SSL *s)
+{
+    uint64_t off;
+
+    return s->rbio != NULL && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_READ_OFFSET, 0, &off) == 1;
+}
+
+/*
+ * utls_gen_setup decides whether records of the current read key can be
+ * delivered out of order and builds the stores for it. Returns 1 if they can.
+ */
+static int utls_gen_setup(SSL *s, utls_conn *c)
+{
+    const EVP_CIPHER *ciph;
+    utls_scan_profile prof;
+    utls_seqpred_config pc;
+    utls_reasm_limits rl;
+    unsigned long mode;
+    int taglen = 16, ivlen = 0, blk;
+    size_t min_len, max_len;
+
+    if (c->gen_ready)
+        return c->ooo_possible;
+    c->ooo_possible = 0;
+    if (SSL_IS_DTLS(s)) {
+        c->stats.fallback = UTLS_FALLBACK_DTLS;
+        return 0;
+    }
+    if (SSL_in_init(s) || s->enc_read_ctx == NULL || !c->offset_known) {
+        c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
+        return 0; /* decided again later */
+    }
+    c->gen_ready = 1;
+    if (BIO_get_ktls_recv(s->rbio)) {
+        c->stats.fallback = UTLS_FALLBACK_KTLS;
+        return 0;
+    }
+    ciph = EVP_CIPHER_CTX_get0_cipher(s->enc_read_ctx);
+    mode = ciph != NULL ? EVP_CIPHER_get_mode(ciph) : 0;
+    c->tls13 = SSL_IS_TLS13(s);
+    c->aead = ciph != NULL && (EVP_CIPHER_get_flags(ciph) & EVP_CIPH_FLAG_AEAD_CIPHER) != 0;
+    c->explicit_nonce = 0;
+    blk = ciph != NULL ? EVP_CIPHER_get_block_size(ciph) : 1;
+    if (ciph == NULL || EVP_CIPHER_get_nid(ciph) == NID_undef
+        || (!c->tls13 && !c->aead && !(mode == EVP_CIPH_CBC_MODE && SSL_USE_EXPLICIT_IV(s)))) {
+        /* TLS 1.0 CBC chains its IV across records; stream and null ciphers
+         * have no per-record state a copy could resume from. */
+        c->stats.fallback = UTLS_FALLBACK_CIPHER;
+        return 0;
+    }
+    if (mode == EVP_CIPH_CCM_MODE && s->s3.tmp.new_cipher != NULL
+        && (s->s3.tmp.new_cipher->algorithm_enc & (SSL_AES128CCM8 | SSL_AES256CCM8)))
+        taglen = 8;
+    if (c->tls13) {
+        min_len = 1 + (size_t)taglen;
+        max_len = SSL3_RT_MAX_TLS13_ENCRYPTED_LENGTH;
+    } else {
+        max_len = SSL3_RT_MAX_ENCRYPTED_LENGTH;
+#ifndef OPENSSL_NO_COMP
+        if (s->expand == NULL)
+            max_len -= SSL3_RT_MAX_COMPRESSED_OVERHEAD;
+#endif
+        if (c->aead) {
+            /* GCM and CCM carry an 8-byte explicit nonce; ChaCha20 does not. */
+            if (mode == EVP_CIPH_GCM_MODE || mode == EVP_CIPH_CCM_MODE) {
+                ivlen = 8;
+                c->explicit_nonce = 1;
+            }
+            min_len = (size_t)ivlen + (size_t)taglen;
+        } else {
+            /* Explicit IV, at least one block, and the MAC. */
+            min_len = (size_t)blk * 2;
+        }
+    }
+    if (!utls_bio_is_fragment_source(s)) {
+        c->stats.fallback = UTLS_FALLBACK_NO_FRAGMENTS;
+        return 0;
+    }
+
+    memset(&prof, 0, sizeof(prof));
+    prof.type_mask = UTLS_SCAN_TYPE(SSL3_RT_APPLICATION_DATA);
+    prof.version = c->tls13 ? TLS1_2_VERSION : (uint16_t)s->version;
+    prof.min_len = (uint16_t)min_len;
+    prof.max_len = (uint16_t)max_len;
+    prof.require_whole = 1;
+    utls_seqpred_config_default(&pc);
+    pc.min_wire_len = SSL3_RT_HEADER_LENGTH + min_len;
+    pc.max_wire_len = SSL3_RT_HEADER_LENGTH + max_len;
+    pc.max_candidates = c->limits.max_probes_per_record;
+    pc.nonce_delta = c->explicit_nonce;
+    rl.max_bytes = c->limits.max_bytes_held;
+    rl.max_fragments = c->limits.max_fragments;
+    rl.max_window = c->limits.max_window;
+
+    c->reasm = utls_reasm_new(&rl, c->next_offset);
+    c->scan = utls_scan_new(&prof, c->next_offset);
+    c->pred = utls_seqpred_new(&pc);
+    if (c->probe_ctx == NULL)
+        c->probe_ctx = EVP_CIPHER_CTX_new();
+    if (c->scratch == NULL)
+        c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
+    if (c->reasm == NULL || c->scan == NULL || c->pred == NULL || c->probe_ctx == NULL
+        || c->scratch == NULL) {
+        utls_ooo_reset(c);
+        c->gen_ready = 1;
+        c->stats.fallback = UTLS_FALLBACK_RESOURCES;
+        return 0;
+    }
+    /* The first record of this key has sequence number 0 and starts at
+     * gen_start_offset: a virtual record of the smallest size ending there
+     * carries (shifted) sequence number 0. */
+    if (c->gen_start_known && c->gen_start_offset >= pc.min_wire_len) {
+        utls_seqpred_record origin = {0};
+
+        origin.offset = c->gen_start_offset - pc.min_wire_len;
+        origin.seq = 0;
+        origin.wire_len = pc.min_wire_len;
+        utls_seqpred_add_anchor(c->pred, &origin);
+    }
+    c->probe_budget = UTLS_PROBE_BUDGET_BURST;
+    c->ooo_possible = 1;
+    c->stats.fallback = UTLS_FALLBACK_NONE;
+    return 1;
+}
+
+/* --- Past a hole: scan, predict, probe ----------------------------------- */
+
+/*
+ * utls_try_record tries the candidate sequence numbers for the plausible
+ * header |hit| inside |run|. Returns 1 if the record verified.
+ */
+static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
+                           const utls_reasm_run *run, uint64_t arrival_ns)
+{
+    uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
+    utls_seqpred_query q;
+    const unsigned char *wire = run->data + (hit->offset - run->offset);
+    size_t wire_len = SSL3_RT_HEADER_LENGTH + hit->len;
+    uint64_t next_seq = utls_inorder_seq(s);
+    size_t n, i;
+
+    c->stats.headers_found++;
+    if (hit->offset < c->next_offset)
+        return 0;
+    memset(&q, 0, sizeof(q));
+    q.offset = hit->offset;
+    q.wire_len = wire_len;
+    if (c->explicit_nonce && hit->len >= 8) {
+        q.has_nonce = 1;
+        q.explicit_nonce = be64(wire + SSL3_RT_HEADER_LENGTH);
+    }
+    n = utls_seqpred_candidates(c->pred, cands, c->limits.max_probes_per_record, &q);
+    for (i = 0; i < n; i++) {
+        uint64_t seq;
+        const unsigned char *pt;
+        size_t pt_len;
+        int type, r;
+
+        if (cands[i] == 0)
+            continue; /* the virtual origin record */
+        seq = cands[i] - 1;
+        if (seq < next_seq || ahead_contains(c, seq) || ready_find(c, seq) >= 0)
+            continue; /* already delivered, or known */
+        if (c->probe_budget < 1) {
+            c->stats.probe_limit_hits++;
+            return 0;
+        }
+        c->probe_budget -= 1;
+        c->stats.probes++;
+        r = utls_probe(s, c, wire, wire_len, seq, &pt, &pt_len, &type);
+        if (r < 0)
+            return 0;
+        if (r == 0) {
+            c->stats.soft_failures++;
+            continue;
+        }
+        /* Authenticated: a true record boundary with a known number. */
+        {
+            utls_seqpred_record a = {0};
+            utls_ready_record rr;
+
+            a.offset = hit->offset;
+            a.seq = PRED_SEQ(seq);
+            a.wire_len = wire_len;
+            a.has_nonce = q.has_nonce;
+            a.explicit_nonce = q.explicit_nonce;
+            utls_seqpred_add_anchor(c->pred, &a);
+            utls_scan_confirm(c->scan, hit->offset, wire_len);
+            /* Alerts and handshake messages are processed only in order;
+             * empty records carry nothing to deliver. */
+            if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
+                rr.seq = seq;
+                rr.gen = c->gen;
+                rr.offset = hit->offset;
+                rr.wire_len = wire_len;
+                rr.arrival_ns = arrival_ns;
+                rr.len = pt_len;
+                rr.data = NULL;
+                if (!ready_add(c, &rr, pt))
+                    c->stats.bytes_dropped += wire_len;
+            }
+            OPENSSL_cleanse(c->scratch, wire_len);
+        }
+        return 1;
+    }
+    if (n == c->limits.max_probes_per_record)
+        c->stats.probe_limit_hits++;
+    return 0;
+}
+
+/* utls_process_run scans the run holding |offset| and tries every header. */
+static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns)
+{
+    utls_scan_hit hits[UTLS_SCAN_BATCH];
+    utls_reasm_run run;
+    size_t n, i;
+    int again;
+
+    do {
+        utls_scan_result sr;
+
+        again = 0;
+        if (!utls_reasm_find_run(c->reasm, &run, offset))
+            return;
+        do {
+            sr = utls_scan_feed(c->scan, hits, UTLS_SCAN_BATCH, &n, run.offset, run.data,
+                                run.len);
+            for (i = 0; i < n; i++)
+                if (utls_try_record(s, c, &hits[i], &run, arrival_ns))
+                    again = 1; /* the next header is now known (chained) */
+        } while (sr == UTLS_SCAN_MORE);
+    } while (again);
+}
+
+/* utls_pump takes every fragment the read BIO has and processes it. */
+static void utls_pump(SSL *s, utls_conn *c)
+{
+    utls_bio_fragment f;
+    int ok = utls_gen_setup(s, c);
+    utls_reasm_stats before, after;
+
+    if (s->rbio == NULL)
+        return;
+    if (ok)
+        utls_reasm_get_stats(c->reasm, &before);
+    while (BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, &f) == 1) {
+        c->stats.fragments++;
+        if (!ok)
+            continue; /* drained: nothing can be delivered early */
+        /* The probe budget grows with the bytes received past a hole. */
+        c->probe_budget += (double)f.len * (double)c->limits.max_probes_per_kib / 1024.0;
+        if (c->probe_budget > UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64)
+            c->probe_budget = UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64;
+        if (utls_reasm_insert(c->reasm, f.offset, f.data, f.len) == UTLS_REASM_STORED)
+            utls_process_run(s, c, f.offset, f.arrival_ns);
+    }
+    if (ok) {
+        utls_reasm_get_stats(c->reasm, &after);
+        c->stats.bytes_dropped += (after.bytes_dropped_window - before.bytes_dropped_window)
+            + (after.bytes_dropped_size - before.bytes_dropped_size)
+            + (after.bytes_evicted - before.bytes_evicted);
+    }
+}
+
+/* --- Hooks --------------------------------------------------------------- */
+
+void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
+{
+    utls_conn *c = utls_conn_get(s);
+    size_t hdr = rr->rec_version == SSL2_VERSION ? UTLS_SSL2_HEADER_LENGTH : SSL3_RT_HEADER_LENGTH;
+
+    if (c == NULL)
+        return;
+    if (!c->offset_known) {
+        /* The first record seen: where it starts in the BIO's stream is the
+         * bytes BIO_read() has returned minus those still buffered. */
+        uint64_t read_off = 0;
+
+        if (s->rbio != NULL && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_READ_OFFSET, 0, &read_off) == 1)
+            c->next_offset = read_off - SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer))
+                - RECORD_LAYER_get_packet_length(&s->rlayer);
+        else
+            c->next_offset = 0;
+        c->offset_known = 1;
+    }
+    c->cur_offset = c->next_offset;
+    c->cur_wire_len = hdr + rr->length;
+    c->cur_arrival_ns = utls_now_ns();
+    c->cur_has_nonce = 0;
+    if (rr->length >= 8 && rr->rec_version != SSL2_VERSION) {
+        c->cur_has_nonce = 1;
+        c->cur_nonce = be64(RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH);
+    }
+    c->next_offset += c->cur_wire_len;
+}
+
+void utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
+{
+    utls_conn *c = s->utls;
+    uint64_t seq;
+    int i;
+
+    if (c == NULL || s->enc_read_ctx == NULL || !c->offset_known)
+        return;
+    seq = utls_inorder_seq(s) - 1; /* decryption counted it */
+    if (!SSL_in_init(s))
+        c->post_handshake = 1;
+    if (utls_gen_setup(s, c)) {
+        utls_seqpred_record a = {0};
+
+        utls_reasm_advance(c->reasm, c->next_offset);
+        utls_scan_advance(c->scan, c->next_offset);
+        utls_seqpred_advance(c->pred, c->next_offset);
+        a.offset = c->cur_offset;
+        a.seq = PRED_SEQ(seq);
+        a.wire_len = c->cur_wire_len;
+        a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
+        a.explicit_nonce = c->cur_nonce;
+        utls_seqpred_add_anchor(c->pred, &a);
+    }
+    if (rr->type != SSL3_RT_APPLICATION_DATA)
+        return;
+    if (c->num_ahead > 0 && ahead_take(c, seq)) {
+        /* Delivered out of order already: skip it, exactly once. */
+        rr->length = 0;
+        rr->read = 1;
+        c->stats.records_skipped++;
+        return;
+    }
+    if ((i = ready_find(c, seq)) >= 0)
+        ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
+    c->inorder_info.seq = seq;
+    c->inorder_info.key_generation = c->gen;
+    c->inorder_info.out_of_order = 0;
+    c->inorder_info.stream_offset = c->cur_offset;
+    c->inorder_info.wire_len = c->cur_wire_len;
+    c->inorder_info.arrival_ns = c->cur_arrival_ns;
+}
+
+int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_t *readbytes,
+                         int *out_ret)
+{
+    utls_conn *c;
+    utls_ready_record *r;
+
+    if (SSL_in_init(s) || (s->shutdown & SSL_RECEIVED_SHUTDOWN) || ossl_statem_in_error(s))
+        return 0;
+    if ((c = utls_conn_get(s)) == NULL)
+        return 0;
+    c->post_handshake = 1;
+    utls_pump(s, c);
+    if (c->num_ready == 0)
+        return 0;
+    r = &c->ready[0];
+    if (r->gen != c->gen) {
+        ready_remove(c, 0); /* a record of an older key is in order already */
+        return 0;
+    }
+    if (len < r->len) {
+        utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu", r->len, len);
+        *out_ret = -1;
+        return 1;
+    }
+    memcpy(buf, r->data, r->len);
+    *readbytes = r->len;
+    c->last_info.seq = r->seq;
+    c->last_info.key_generation = r->gen;
+    c->last_info.out_of_order = 1;
+    c->last_info.stream_offset = r->offset;
+    c->last_info.wire_len = r->wire_len;
+    c->last_info.arrival_ns = r->arrival_ns;
+    c->last_info_valid = 1;
+    if (!peek) {
+        if (!ahead_add(c, r->seq)) {
+            /* Cannot remember it: let the in-order path deliver it instead. */
+            ready_remove(c, 0);
+            c->last_info_valid = 0;
+            return 0;
+        }
+        c->stats.records_out_of_order++;
+        ready_remove(c, 0);
+    }
+    s->rwstate = SSL_NOTHING;
+    *out_ret = 1;
+    return 1;
+}
+
+int utls_hook_deliver_inorder(SSL *s, SSL3_RECORD *rr, size_t len)
+{
+    utls_conn *c = utls_conn_get(s);
+
+    if (len < rr->length) {
+        utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu",
+                   rr->length, len);
+        return 0;
+    }
+    if (c != NULL && rr->length > 0) {
+        c->last_info = c->inorder_info;
+        c->last_info_valid = 1;
+        c->stats.records_in_order++;
+    }
+    return 1;
+}
+
+void utls_hook_read_key_changed(SSL *s)
+{
+    utls_conn *c = utls_conn_get(s);
+    size_t i;
+
+    if (c == NULL)
+        return;
+    if (c->post_handshake)
+        c->gen++;
+    c->gen_start_known = c->offset_known;
+    c->gen_start_offset = c->next_offset;
+    utls_ooo_reset(c);
+    c->num_ahead = 0;
+    for (i = c->num_ready; i > 0; i--)
+        if (c->ready[i - 1].gen != c->gen)
+            ready_remove(c, i - 1);
+}
+
+/* --- Public read call ---------------------------------------------------- */
+
+int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read, UTLS_RECORD_INFO *out_info)
+{
+    utls_conn *c;
+    int ret;
+
+    if (s == NULL)
+        return 0;
+    if ((c = utls_conn_get(s)) == NULL)
+        return 0;
+    c->last_info_valid = 0;
+    ret = SSL_read_ex(s, buf, len, out_read);
+    if (ret > 0 && out_info != NULL) {
+        if (c->last_info_valid)
+            *out_info = c->last_info;
+        else
+            memset(out_info, 0, sizeof(*out_info)); /* mode off: no metadata */
+    }
+    return ret;
+}
