@@ -95,7 +95,13 @@ struct utls_conn_st {
     utls_reasm *reasm;
     utls_scan *scan;
     utls_seqpred *pred;
+    /* A private copy of the read cipher context, taken when the key is
+     * installed and reused by every probe of that key. Taken later, it could
+     * share the provider's MAC buffer with the real context: 3.0's cipher
+     * dupctx copies that pointer (CBC MAC-then-encrypt), and freeing it twice
+     * corrupts the heap. */
     EVP_CIPHER_CTX *probe_ctx;
+    int probe_ctx_valid;
     double probe_budget;
 
     uint64_t *ahead; /* seqs of gen delivered out of order, sorted */

@@ -6,9 +6,10 @@
  * decryption, MAC-then-encrypt check, TLS 1.3 inner type), so that a record
  * verifies out of order exactly when it would verify in order. Only the state
  * differs, and only for the duration of the call: the read sequence number is
- * the candidate, the cipher context is a fresh copy of the read context (the
- * provider decrypts in place and keeps per-call state; a failed tag must not
- * touch the real one), and the record is a copy in c->scratch. Everything is
+ * the candidate, the cipher context is the connection's private copy of the
+ * read context (see utls_conn_st.probe_ctx; a failed tag must not touch the
+ * real one), and the record is a copy in c->scratch. Every cipher sets its
+ * nonce or IV per record, so one copy serves every probe of a key. Everything is
  * restored before returning, and errors the failed check pushed are removed:
  * a failure out of order is soft.
  *
@@ -42,10 +43,9 @@ int utls_probe(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len,
     size_t mac_size = 0;
     int ok = 0;
 
-    if (wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN || saved_ctx == NULL)
+    if (wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN || saved_ctx == NULL
+        || !c->probe_ctx_valid)
         return 0;
-    if (!EVP_CIPHER_CTX_copy(c->probe_ctx, saved_ctx))
-        return -1;
     memcpy(c->scratch, wire, wire_len);
     memset(&rec, 0, sizeof(rec));
     memset(&macbuf, 0, sizeof(macbuf));

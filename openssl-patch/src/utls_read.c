@@ -147,6 +147,17 @@ static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned ch
 
 /* --- Setting up a key generation ----------------------------------------- */
 
+/* utls_copy_read_ctx takes the private copy of the read cipher context. */
+static void utls_copy_read_ctx(SSL *s, utls_conn *c)
+{
+    c->probe_ctx_valid = 0;
+    if (s->enc_read_ctx == NULL)
+        return;
+    if (c->probe_ctx == NULL && (c->probe_ctx = EVP_CIPHER_CTX_new()) == NULL)
+        return;
+    c->probe_ctx_valid = EVP_CIPHER_CTX_copy(c->probe_ctx, s->enc_read_ctx);
+}
+
 static int utls_bio_is_fragment_source(SSL *s)
 {
     uint64_t off;
@@ -225,6 +236,15 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
         c->stats.fallback = UTLS_FALLBACK_NO_FRAGMENTS;
         return 0;
     }
+    if (!c->probe_ctx_valid) {
+        /* The mode was set after this key was installed. A copy taken now is
+         * safe unless the provider holds a MAC buffer (CBC MAC-then-encrypt). */
+        if (!c->tls13 && !c->aead && !SSL_READ_ETM(s)) {
+            c->stats.fallback = UTLS_FALLBACK_CIPHER;
+            return 0;
+        }
+        utls_copy_read_ctx(s, c);
+    }
 
     memset(&prof, 0, sizeof(prof));
     prof.type_mask = UTLS_SCAN_TYPE(SSL3_RT_APPLICATION_DATA);
@@ -244,11 +264,9 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     c->reasm = utls_reasm_new(&rl, c->next_offset);
     c->scan = utls_scan_new(&prof, c->next_offset);
     c->pred = utls_seqpred_new(&pc);
-    if (c->probe_ctx == NULL)
-        c->probe_ctx = EVP_CIPHER_CTX_new();
     if (c->scratch == NULL)
         c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
-    if (c->reasm == NULL || c->scan == NULL || c->pred == NULL || c->probe_ctx == NULL
+    if (c->reasm == NULL || c->scan == NULL || c->pred == NULL || !c->probe_ctx_valid
         || c->scratch == NULL) {
         utls_ooo_reset(c);
         c->gen_ready = 1;
@@ -563,6 +581,7 @@ void utls_hook_read_key_changed(SSL *s)
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
     utls_ooo_reset(c);
+    utls_copy_read_ctx(s, c); /* the key has not decrypted anything yet */
     c->num_ahead = 0;
     for (i = c->num_ready; i > 0; i--)
         if (c->ready[i - 1].gen != c->gen)
