@@ -111,7 +111,29 @@ static size_t seqpred_lower_index(const utls_seqpred *sp, uint64_t offset)
     return lo;
 }
 
+static int seqpred_insert(utls_seqpred *sp, const utls_seqpred_record *rec, int observe);
+
 int utls_seqpred_add_anchor(utls_seqpred *sp, const utls_seqpred_record *rec)
+{
+    return seqpred_insert(sp, rec, 1);
+}
+
+int utls_seqpred_add_origin(utls_seqpred *sp, uint64_t offset, uint64_t seq)
+{
+    utls_seqpred_record rec = {0};
+
+    /* A record of the smallest size that ends at |offset| and carries
+     * seq - 1; its size says nothing about the sender, so it is not observed. */
+    if (seq == 0 || offset < sp->config.min_wire_len) {
+        return 0;
+    }
+    rec.offset = offset - sp->config.min_wire_len;
+    rec.seq = seq - 1;
+    rec.wire_len = sp->config.min_wire_len;
+    return seqpred_insert(sp, &rec, 0);
+}
+
+static int seqpred_insert(utls_seqpred *sp, const utls_seqpred_record *rec, int observe)
 {
     if (rec->wire_len < sp->config.min_wire_len || rec->wire_len > sp->config.max_wire_len ||
         (uint64_t)rec->wire_len > UINT64_MAX - rec->offset) {
@@ -163,7 +185,9 @@ int utls_seqpred_add_anchor(utls_seqpred *sp, const utls_seqpred_record *rec)
             sp->stats.nonce_mismatches++;
         }
     }
-    utls_seqpred_observe(sp, rec->wire_len);
+    if (observe) {
+        utls_seqpred_observe(sp, rec->wire_len);
+    }
     return 1;
 }
 

@@ -172,8 +172,12 @@ void utls_conn_clear(utls_conn *c)
     utls_ooo_reset(c);
     utls_ready_clear(c);
     OPENSSL_free(c->ready);
-    OPENSSL_free(c->ahead);
+    OPENSSL_free(c->ahead.v);
+    OPENSSL_free(c->next_ahead.v);
+    utls_seqpred_free(c->pred_next);
     EVP_CIPHER_CTX_free(c->probe_ctx);
+    EVP_CIPHER_CTX_free(c->next_ctx);
+    OPENSSL_cleanse(c->next_iv, sizeof(c->next_iv));
     if (c->scratch != NULL)
         OPENSSL_clear_free(c->scratch, UTLS_SCRATCH_LEN);
     memset(c, 0, sizeof(*c));

@@ -55,6 +55,13 @@ typedef struct {
 /* Scanner hits handled per feed call. */
 #define UTLS_SCAN_BATCH 64
 
+/* A sorted set of sequence numbers (records delivered ahead of the in-order
+ * path), bounded by UTLS_MAX_DELIVERED_AHEAD. */
+typedef struct {
+    uint64_t *v;
+    size_t n;
+} utls_seqset;
+
 typedef struct {
     uint64_t seq;
     uint32_t gen;
@@ -104,8 +111,18 @@ struct utls_conn_st {
     int probe_ctx_valid;
     double probe_budget;
 
-    uint64_t *ahead; /* seqs of gen delivered out of order, sorted */
-    size_t num_ahead;
+    utls_seqset ahead; /* seqs of gen delivered out of order */
+    utls_seqpred_config pred_config;
+
+    /* TLS 1.3: the key a KeyUpdate from the peer would install next, for
+     * records that arrive past a hole that hides the KeyUpdate itself. */
+    int next_valid;
+    EVP_CIPHER_CTX *next_ctx;
+    unsigned char next_iv[EVP_MAX_IV_LENGTH];
+    utls_seqpred *pred_next;
+    int next_seen;             /* a record verified under the next key ... */
+    uint64_t next_seen_offset; /* ... at this offset: later ones are too */
+    utls_seqset next_ahead; /* seqs of gen + 1 delivered out of order */
     utls_ready_record *ready;
     size_t num_ready;
 
@@ -122,13 +139,21 @@ void utls_ooo_reset(utls_conn *c);
 /*
  * utls_probe checks whether the record |wire| (|wire_len| bytes, header
  * included) authenticates as sequence number |seq| under |s|'s current read
- * state, on a copy of that state. On success returns 1, points |*out_pt| at
+ * state (with |next_key|, under the next key generation's key), on a copy of
+ * that state. On success returns 1, points |*out_pt| at
  * the plaintext (inside c->scratch, valid until the next probe), sets
  * |*out_len| to its length and |*out_type| to its content type (the inner
  * type for TLS 1.3). Returns 0 on a failed check (nothing of |s| changed, no error
  * left on the queue), -1 on an internal error.
  */
-int utls_probe(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len, uint64_t seq,
-               const unsigned char **out_pt, size_t *out_len, int *out_type);
+int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, size_t wire_len,
+               uint64_t seq, const unsigned char **out_pt, size_t *out_len, int *out_type);
+
+/*
+ * utls_next_key_setup derives the read key and IV that a TLS 1.3 KeyUpdate
+ * from the peer would install (RFC 8446 7.2), into c->next_ctx and
+ * c->next_iv, without installing them. Returns 1 on success.
+ */
+int utls_next_key_setup(SSL *s, utls_conn *c);
 
 #endif

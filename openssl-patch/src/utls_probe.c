@@ -31,8 +31,58 @@ static void put_be64(unsigned char *p, uint64_t v)
     }
 }
 
-int utls_probe(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len, uint64_t seq,
-               const unsigned char **out_pt, size_t *out_len, int *out_type)
+int utls_next_key_setup(SSL *s, utls_conn *c)
+{
+    /* RFC 8446 7.2: application_traffic_secret_N+1 =
+     *     HKDF-Expand-Label(application_traffic_secret_N, "traffic upd", "", Hash.length) */
+    static const unsigned char label[] = "traffic upd";
+    const EVP_MD *md = ssl_handshake_md(s);
+    const EVP_CIPHER *ciph = s->s3.tmp.new_sym_enc;
+    const unsigned char *insecret = s->server ? s->client_app_traffic_secret
+                                              : s->server_app_traffic_secret;
+    unsigned char secret[EVP_MAX_MD_SIZE], key[EVP_MAX_KEY_LENGTH];
+    size_t hashlen, keylen, ivlen, taglen = 0;
+    int l, ok = 0;
+
+    c->next_valid = 0;
+    if (md == NULL || ciph == NULL || (l = EVP_MD_get_size(md)) <= 0)
+        return 0;
+    hashlen = (size_t)l;
+    keylen = (size_t)EVP_CIPHER_get_key_length(ciph);
+    if (EVP_CIPHER_get_mode(ciph) == EVP_CIPH_CCM_MODE) {
+        ivlen = EVP_CCM_TLS_IV_LEN;
+        taglen = (s->s3.tmp.new_cipher != NULL
+                  && (s->s3.tmp.new_cipher->algorithm_enc & (SSL_AES128CCM8 | SSL_AES256CCM8)))
+            ? EVP_CCM8_TLS_TAG_LEN : EVP_CCM_TLS_TAG_LEN;
+    } else {
+        ivlen = (size_t)EVP_CIPHER_get_iv_length(ciph);
+    }
+    if (keylen > sizeof(key) || ivlen > sizeof(c->next_iv))
+        return 0;
+    if (c->next_ctx == NULL && (c->next_ctx = EVP_CIPHER_CTX_new()) == NULL)
+        return 0;
+    /* The same derivation as tls13_update_key(), argument for argument. */
+    if (!tls13_hkdf_expand(s, md, insecret, label, sizeof(label) - 1, NULL, hashlen, secret,
+                           hashlen, 0)
+        || !tls13_derive_key(s, md, secret, key, keylen)
+        || !tls13_derive_iv(s, md, secret, c->next_iv, ivlen))
+        goto end;
+    if (EVP_CipherInit_ex(c->next_ctx, ciph, NULL, NULL, NULL, 0) <= 0
+        || EVP_CIPHER_CTX_ctrl(c->next_ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)ivlen, NULL) <= 0
+        || (taglen != 0
+            && EVP_CIPHER_CTX_ctrl(c->next_ctx, EVP_CTRL_AEAD_SET_TAG, (int)taglen, NULL) <= 0)
+        || EVP_CipherInit_ex(c->next_ctx, NULL, NULL, key, NULL, -1) <= 0)
+        goto end;
+    c->next_valid = 1;
+    ok = 1;
+end:
+    OPENSSL_cleanse(secret, sizeof(secret));
+    OPENSSL_cleanse(key, sizeof(key));
+    return ok;
+}
+
+int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, size_t wire_len,
+               uint64_t seq, const unsigned char **out_pt, size_t *out_len, int *out_type)
 {
     SSL3_RECORD rec;
     SSL_MAC_BUF macbuf;
@@ -40,11 +90,12 @@ int utls_probe(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len,
     unsigned char saved_seq[SEQ_NUM_SIZE];
     unsigned char *rseq = RECORD_LAYER_get_read_sequence(&s->rlayer);
     EVP_CIPHER_CTX *saved_ctx = s->enc_read_ctx;
+    unsigned char saved_iv[EVP_MAX_IV_LENGTH];
     size_t mac_size = 0;
     int ok = 0;
 
     if (wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN || saved_ctx == NULL
-        || !c->probe_ctx_valid)
+        || (next_key ? !c->next_valid : !c->probe_ctx_valid))
         return 0;
     memcpy(c->scratch, wire, wire_len);
     memset(&rec, 0, sizeof(rec));
@@ -56,7 +107,12 @@ int utls_probe(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len,
 
     memcpy(saved_seq, rseq, SEQ_NUM_SIZE);
     put_be64(rseq, seq);
-    s->enc_read_ctx = c->probe_ctx;
+    s->enc_read_ctx = next_key ? c->next_ctx : c->probe_ctx;
+    if (next_key) {
+        /* tls13_enc() forms the nonce from s->read_iv */
+        memcpy(saved_iv, s->read_iv, sizeof(saved_iv));
+        memcpy(s->read_iv, c->next_iv, sizeof(saved_iv));
+    }
     ERR_set_mark();
 
     if (s->read_hash != NULL && EVP_MD_CTX_get0_md(s->read_hash) != NULL) {
@@ -118,6 +174,10 @@ done:
     ERR_pop_to_mark();
     memcpy(rseq, saved_seq, SEQ_NUM_SIZE);
     s->enc_read_ctx = saved_ctx;
+    if (next_key) {
+        memcpy(s->read_iv, saved_iv, sizeof(saved_iv));
+        OPENSSL_cleanse(saved_iv, sizeof(saved_iv));
+    }
     if (ossl_statem_in_error(s))
         return -1; /* an internal error inside the cipher code: never expected */
     return ok;

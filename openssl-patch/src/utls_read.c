@@ -44,16 +44,16 @@ static uint64_t utls_inorder_seq(SSL *s)
  * anchor that marks the start of a key generation can carry "seq -1". */
 #define PRED_SEQ(seq) ((seq) + 1)
 
-/* --- The set of sequence numbers delivered ahead of the in-order path ---- */
+/* --- Sets of sequence numbers delivered ahead of the in-order path ------ */
 
-static size_t ahead_lower(const utls_conn *c, uint64_t seq)
+static size_t seqset_lower(const utls_seqset *set, uint64_t seq)
 {
-    size_t lo = 0, hi = c->num_ahead;
+    size_t lo = 0, hi = set->n;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
 
-        if (c->ahead[mid] < seq)
+        if (set->v[mid] < seq)
             lo = mid + 1;
         else
             hi = mid;
@@ -61,50 +61,50 @@ static size_t ahead_lower(const utls_conn *c, uint64_t seq)
     return lo;
 }
 
-static int ahead_contains(const utls_conn *c, uint64_t seq)
+static int seqset_contains(const utls_seqset *set, uint64_t seq)
 {
-    size_t i = ahead_lower(c, seq);
+    size_t i = seqset_lower(set, seq);
 
-    return i < c->num_ahead && c->ahead[i] == seq;
+    return i < set->n && set->v[i] == seq;
 }
 
-static int ahead_add(utls_conn *c, uint64_t seq)
+static int seqset_add(utls_seqset *set, uint64_t seq)
 {
     size_t i;
 
-    if (c->ahead == NULL
-        && (c->ahead = OPENSSL_malloc(sizeof(*c->ahead) * UTLS_MAX_DELIVERED_AHEAD)) == NULL)
+    if (set->v == NULL
+        && (set->v = OPENSSL_malloc(sizeof(*set->v) * UTLS_MAX_DELIVERED_AHEAD)) == NULL)
         return 0;
-    if (c->num_ahead == UTLS_MAX_DELIVERED_AHEAD)
+    if (set->n == UTLS_MAX_DELIVERED_AHEAD)
         return 0;
-    i = ahead_lower(c, seq);
-    memmove(&c->ahead[i + 1], &c->ahead[i], (c->num_ahead - i) * sizeof(*c->ahead));
-    c->ahead[i] = seq;
-    c->num_ahead++;
+    i = seqset_lower(set, seq);
+    memmove(&set->v[i + 1], &set->v[i], (set->n - i) * sizeof(*set->v));
+    set->v[i] = seq;
+    set->n++;
     return 1;
 }
 
-/* ahead_take removes |seq| and everything below it; returns 1 if |seq| was
+/* seqset_take removes |seq| and everything below it; returns 1 if |seq| was
  * there. In-order sequence numbers only grow, so lower ones are stale. */
-static int ahead_take(utls_conn *c, uint64_t seq)
+static int seqset_take(utls_seqset *set, uint64_t seq)
 {
-    size_t i = ahead_lower(c, seq);
-    int found = i < c->num_ahead && c->ahead[i] == seq;
+    size_t i = seqset_lower(set, seq);
+    int found = i < set->n && set->v[i] == seq;
     size_t drop = i + (size_t)found;
 
-    memmove(&c->ahead[0], &c->ahead[drop], (c->num_ahead - drop) * sizeof(*c->ahead));
-    c->num_ahead -= drop;
+    memmove(&set->v[0], &set->v[drop], (set->n - drop) * sizeof(*set->v));
+    set->n -= drop;
     return found;
 }
 
 /* --- Ready records (verified, waiting to be read), sorted by seq --------- */
 
-static int ready_find(const utls_conn *c, uint64_t seq)
+static int ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
 {
     size_t i;
 
     for (i = 0; i < c->num_ready; i++)
-        if (c->ready[i].seq == seq && c->ready[i].gen == c->gen)
+        if (c->ready[i].seq == seq && c->ready[i].gen == gen)
             return (int)i;
     return -1;
 }
@@ -127,7 +127,7 @@ static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned ch
     }
     if (c->num_ready >= c->limits.max_ready_records
         || c->num_ready >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
-        || c->num_ready + c->num_ahead >= UTLS_MAX_DELIVERED_AHEAD)
+        || c->num_ready + c->ahead.n + c->next_ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
         return 0;
     for (i = c->num_ready; i > 0; i--) {
         const utls_ready_record *p = &c->ready[i - 1];
@@ -264,6 +264,7 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     c->reasm = utls_reasm_new(&rl, c->next_offset);
     c->scan = utls_scan_new(&prof, c->next_offset);
     c->pred = utls_seqpred_new(&pc);
+    c->pred_config = pc;
     if (c->scratch == NULL)
         c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
     if (c->reasm == NULL || c->scan == NULL || c->pred == NULL || !c->probe_ctx_valid
@@ -273,17 +274,10 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
         c->stats.fallback = UTLS_FALLBACK_RESOURCES;
         return 0;
     }
-    /* The first record of this key has sequence number 0 and starts at
-     * gen_start_offset: a virtual record of the smallest size ending there
-     * carries (shifted) sequence number 0. */
-    if (c->gen_start_known && c->gen_start_offset >= pc.min_wire_len) {
-        utls_seqpred_record origin = {0};
-
-        origin.offset = c->gen_start_offset - pc.min_wire_len;
-        origin.seq = 0;
-        origin.wire_len = pc.min_wire_len;
-        utls_seqpred_add_anchor(c->pred, &origin);
-    }
+    /* The first record of this key has sequence number 0 (shifted: 1) and
+     * starts at gen_start_offset. */
+    if (c->gen_start_known)
+        utls_seqpred_add_origin(c->pred, c->gen_start_offset, PRED_SEQ(0));
     c->probe_budget = UTLS_PROBE_BUDGET_BURST;
     c->ooo_possible = 1;
     c->stats.fallback = UTLS_FALLBACK_NONE;
@@ -293,30 +287,33 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
 /* --- Past a hole: scan, predict, probe ----------------------------------- */
 
 /*
- * utls_try_record tries the candidate sequence numbers for the plausible
- * header |hit| inside |run|. Returns 1 if the record verified.
+ * utls_try_key tries the candidate sequence numbers of one key generation
+ * (the current one, or with |next_key| the one a KeyUpdate would install)
+ * for the plausible header |hit|. Returns 1 if the record verified.
  */
-static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
-                           const utls_reasm_run *run, uint64_t arrival_ns)
+static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit *hit,
+                        const unsigned char *wire, const utls_seqpred_query *q,
+                        uint64_t arrival_ns)
 {
     uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
-    utls_seqpred_query q;
-    const unsigned char *wire = run->data + (hit->offset - run->offset);
-    size_t wire_len = SSL3_RT_HEADER_LENGTH + hit->len;
-    uint64_t next_seq = utls_inorder_seq(s);
-    size_t n, i;
+    utls_seqpred *pred = next_key ? c->pred_next : c->pred;
+    utls_seqset *ahead = next_key ? &c->next_ahead : &c->ahead;
+    uint32_t gen = c->gen + (next_key ? 1 : 0);
+    /* Records below the in-order point's sequence number were processed in
+     * order; the next key's numbering starts at 0. */
+    uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
+    size_t limit = c->limits.max_probes_per_record, n, i;
 
-    c->stats.headers_found++;
-    if (hit->offset < c->next_offset)
+    if (pred != NULL && utls_seqpred_num_anchors(pred) > 0) {
+        n = utls_seqpred_candidates(pred, cands, limit, q);
+    } else if (next_key) {
+        /* Nothing verified under the next key yet: the KeyUpdate lies
+         * somewhere in the hole, most likely just before this record. */
+        for (n = 0; n < limit; n++)
+            cands[n] = PRED_SEQ(n);
+    } else {
         return 0;
-    memset(&q, 0, sizeof(q));
-    q.offset = hit->offset;
-    q.wire_len = wire_len;
-    if (c->explicit_nonce && hit->len >= 8) {
-        q.has_nonce = 1;
-        q.explicit_nonce = be64(wire + SSL3_RT_HEADER_LENGTH);
     }
-    n = utls_seqpred_candidates(c->pred, cands, c->limits.max_probes_per_record, &q);
     for (i = 0; i < n; i++) {
         uint64_t seq;
         const unsigned char *pt;
@@ -326,7 +323,7 @@ static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
         if (cands[i] == 0)
             continue; /* the virtual origin record */
         seq = cands[i] - 1;
-        if (seq < next_seq || ahead_contains(c, seq) || ready_find(c, seq) >= 0)
+        if (seq < floor || seqset_contains(ahead, seq) || ready_find(c, gen, seq) >= 0)
             continue; /* already delivered, or known */
         if (c->probe_budget < 1) {
             c->stats.probe_limit_hits++;
@@ -334,7 +331,7 @@ static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
         }
         c->probe_budget -= 1;
         c->stats.probes++;
-        r = utls_probe(s, c, wire, wire_len, seq, &pt, &pt_len, &type);
+        r = utls_probe(s, c, next_key, wire, q->wire_len, seq, &pt, &pt_len, &type);
         if (r < 0)
             return 0;
         if (r == 0) {
@@ -346,32 +343,71 @@ static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
             utls_seqpred_record a = {0};
             utls_ready_record rr;
 
-            a.offset = hit->offset;
-            a.seq = PRED_SEQ(seq);
-            a.wire_len = wire_len;
-            a.has_nonce = q.has_nonce;
-            a.explicit_nonce = q.explicit_nonce;
-            utls_seqpred_add_anchor(c->pred, &a);
-            utls_scan_confirm(c->scan, hit->offset, wire_len);
+            if (next_key && c->pred_next == NULL)
+                c->pred_next = utls_seqpred_new(&c->pred_config);
+            if (next_key && (!c->next_seen || hit->offset < c->next_seen_offset)) {
+                c->next_seen = 1;
+                c->next_seen_offset = hit->offset;
+            }
+            if (next_key ? c->pred_next != NULL : 1) {
+                a.offset = hit->offset;
+                a.seq = PRED_SEQ(seq);
+                a.wire_len = q->wire_len;
+                a.has_nonce = q->has_nonce;
+                a.explicit_nonce = q->explicit_nonce;
+                utls_seqpred_add_anchor(next_key ? c->pred_next : c->pred, &a);
+            }
+            utls_scan_confirm(c->scan, hit->offset, q->wire_len);
             /* Alerts and handshake messages are processed only in order;
              * empty records carry nothing to deliver. */
             if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
                 rr.seq = seq;
-                rr.gen = c->gen;
+                rr.gen = gen;
                 rr.offset = hit->offset;
-                rr.wire_len = wire_len;
+                rr.wire_len = q->wire_len;
                 rr.arrival_ns = arrival_ns;
                 rr.len = pt_len;
                 rr.data = NULL;
                 if (!ready_add(c, &rr, pt))
-                    c->stats.bytes_dropped += wire_len;
+                    c->stats.bytes_dropped += q->wire_len;
             }
-            OPENSSL_cleanse(c->scratch, wire_len);
+            OPENSSL_cleanse(c->scratch, q->wire_len);
         }
         return 1;
     }
-    if (n == c->limits.max_probes_per_record)
+    if (n == limit)
         c->stats.probe_limit_hits++;
+    return 0;
+}
+
+/*
+ * utls_try_record tries to authenticate the record at the plausible header
+ * |hit| inside |run|: under the current key, then (TLS 1.3) under the next.
+ * Returns 1 if it verified.
+ */
+static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
+                           const utls_reasm_run *run, uint64_t arrival_ns)
+{
+    utls_seqpred_query q;
+    const unsigned char *wire = run->data + (hit->offset - run->offset);
+
+    c->stats.headers_found++;
+    if (hit->offset < c->next_offset)
+        return 0;
+    memset(&q, 0, sizeof(q));
+    q.offset = hit->offset;
+    q.wire_len = SSL3_RT_HEADER_LENGTH + hit->len;
+    if (c->explicit_nonce && hit->len >= 8) {
+        q.has_nonce = 1;
+        q.explicit_nonce = be64(wire + SSL3_RT_HEADER_LENGTH);
+    }
+    /* Past a record that verified under the next key, the current key can
+     * no longer be in use: the peer's KeyUpdate lies before it. */
+    if (!(c->next_seen && hit->offset > c->next_seen_offset)
+        && utls_try_key(s, c, 0, hit, wire, &q, arrival_ns))
+        return 1;
+    if (c->tls13 && c->post_handshake && (c->next_valid || utls_next_key_setup(s, c)))
+        return utls_try_key(s, c, 1, hit, wire, &q, arrival_ns);
     return 0;
 }
 
@@ -487,14 +523,14 @@ void utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     }
     if (rr->type != SSL3_RT_APPLICATION_DATA)
         return;
-    if (c->num_ahead > 0 && ahead_take(c, seq)) {
+    if (c->ahead.n > 0 && seqset_take(&c->ahead, seq)) {
         /* Delivered out of order already: skip it, exactly once. */
         rr->length = 0;
         rr->read = 1;
         c->stats.records_skipped++;
         return;
     }
-    if ((i = ready_find(c, seq)) >= 0)
+    if ((i = ready_find(c, c->gen, seq)) >= 0)
         ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
     c->inorder_info.seq = seq;
     c->inorder_info.key_generation = c->gen;
@@ -519,7 +555,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     if (c->num_ready == 0)
         return 0;
     r = &c->ready[0];
-    if (r->gen != c->gen) {
+    if (r->gen < c->gen) {
         ready_remove(c, 0); /* a record of an older key is in order already */
         return 0;
     }
@@ -538,7 +574,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     c->last_info.arrival_ns = r->arrival_ns;
     c->last_info_valid = 1;
     if (!peek) {
-        if (!ahead_add(c, r->seq)) {
+        if (!seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq)) {
             /* Cannot remember it: let the in-order path deliver it instead. */
             ready_remove(c, 0);
             c->last_info_valid = 0;
@@ -576,15 +612,28 @@ void utls_hook_read_key_changed(SSL *s)
 
     if (c == NULL)
         return;
-    if (c->post_handshake)
+    if (c->post_handshake) {
+        /* A KeyUpdate (or renegotiation): what was delivered under the next
+         * key now belongs to the current one. */
+        utls_seqset t = c->ahead;
+
         c->gen++;
+        c->ahead = c->next_ahead;
+        c->next_ahead = t;
+    } else {
+        c->ahead.n = 0;
+    }
+    c->next_ahead.n = 0;
+    c->next_valid = 0;
+    c->next_seen = 0;
+    utls_seqpred_free(c->pred_next);
+    c->pred_next = NULL;
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
     utls_ooo_reset(c);
     utls_copy_read_ctx(s, c); /* the key has not decrypted anything yet */
-    c->num_ahead = 0;
     for (i = c->num_ready; i > 0; i--)
-        if (c->ready[i - 1].gen != c->gen)
+        if (c->ready[i - 1].gen < c->gen)
             ready_remove(c, i - 1);
 }
 

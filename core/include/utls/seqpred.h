@@ -106,6 +106,14 @@ void utls_seqpred_free(utls_seqpred *sp);
  * changed then. */
 int utls_seqpred_add_anchor(utls_seqpred *sp, const utls_seqpred_record *rec);
 
+/* utls_seqpred_add_origin records that the record starting at |offset| has
+ * sequence number |seq| (for instance the first record under a new key,
+ * seq 0 is not allowed: shift the numbering by one), without a length: it
+ * bounds what follows but adds nothing to the size statistics. Returns 1, or
+ * 0 if |seq| is 0, |offset| is below the smallest record, or it contradicts a
+ * held anchor. */
+int utls_seqpred_add_origin(utls_seqpred *sp, uint64_t offset, uint64_t seq);
+
 /* utls_seqpred_observe adds a record wire length to the size statistics
  * without an anchor (e.g. records seen in order before seqpred existed). */
 void utls_seqpred_observe(utls_seqpred *sp, size_t wire_len);
