@@ -173,7 +173,9 @@ void utls_conn_clear(utls_conn *c)
     utls_ready_clear(c);
     OPENSSL_free(c->ready);
     OPENSSL_free(c->ahead.v);
+    OPENSSL_free(c->ahead.off);
     OPENSSL_free(c->next_ahead.v);
+    OPENSSL_free(c->next_ahead.off);
     utls_seqpred_free(c->pred_next);
     EVP_CIPHER_CTX_free(c->probe_ctx);
     EVP_CIPHER_CTX_free(c->next_ctx);

@@ -32,6 +32,15 @@ void utls_hook_record_read(struct ssl_st *s, struct ssl3_record_st *rr);
 void utls_hook_record_done(struct ssl_st *s, struct ssl3_record_st *rr);
 
 /*
+ * ssl3_get_record, before decryption: returns 1 if the record was already
+ * delivered out of order and its bytes are exactly the bytes authenticated
+ * then (same offset, same sequence number); it is then accounted for as if
+ * decrypted (sequence number advanced) and marked read, and need not be
+ * decrypted again. Returns 0 to decrypt it as usual.
+ */
+int utls_hook_skip_decrypt(struct ssl_st *s, struct ssl3_record_st *rr);
+
+/*
  * ssl3_read_bytes, before the in-order path: returns 1 when it handled the
  * read (delivered an out-of-order record, or failed), with the value
  * ssl3_read_bytes must return in |*out_ret|; 0 to go on in order.

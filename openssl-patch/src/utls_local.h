@@ -58,7 +58,8 @@ typedef struct {
 /* A sorted set of sequence numbers (records delivered ahead of the in-order
  * path), bounded by UTLS_MAX_DELIVERED_AHEAD. */
 typedef struct {
-    uint64_t *v;
+    uint64_t *v;   /* sequence numbers, sorted */
+    uint64_t *off; /* the stream offset each was verified at */
     size_t n;
 } utls_seqset;
 

@@ -68,18 +68,27 @@ static int seqset_contains(const utls_seqset *set, uint64_t seq)
     return i < set->n && set->v[i] == seq;
 }
 
-static int seqset_add(utls_seqset *set, uint64_t seq)
+static int seqset_add(utls_seqset *set, uint64_t seq, uint64_t off)
 {
     size_t i;
 
-    if (set->v == NULL
-        && (set->v = OPENSSL_malloc(sizeof(*set->v) * UTLS_MAX_DELIVERED_AHEAD)) == NULL)
-        return 0;
+    if (set->v == NULL) {
+        set->v = OPENSSL_malloc(sizeof(*set->v) * UTLS_MAX_DELIVERED_AHEAD);
+        set->off = OPENSSL_malloc(sizeof(*set->off) * UTLS_MAX_DELIVERED_AHEAD);
+        if (set->v == NULL || set->off == NULL) {
+            OPENSSL_free(set->v);
+            OPENSSL_free(set->off);
+            set->v = set->off = NULL;
+            return 0;
+        }
+    }
     if (set->n == UTLS_MAX_DELIVERED_AHEAD)
         return 0;
     i = seqset_lower(set, seq);
     memmove(&set->v[i + 1], &set->v[i], (set->n - i) * sizeof(*set->v));
+    memmove(&set->off[i + 1], &set->off[i], (set->n - i) * sizeof(*set->off));
     set->v[i] = seq;
+    set->off[i] = off;
     set->n++;
     return 1;
 }
@@ -93,6 +102,7 @@ static int seqset_take(utls_seqset *set, uint64_t seq)
     size_t drop = i + (size_t)found;
 
     memmove(&set->v[0], &set->v[drop], (set->n - drop) * sizeof(*set->v));
+    memmove(&set->off[0], &set->off[drop], (set->n - drop) * sizeof(*set->off));
     set->n -= drop;
     return found;
 }
@@ -540,6 +550,49 @@ void utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     c->inorder_info.arrival_ns = c->cur_arrival_ns;
 }
 
+int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
+{
+    utls_conn *c = s->utls;
+    utls_reasm_run run;
+    uint64_t seq;
+    size_t i;
+    unsigned char *rseq;
+
+    if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || c->reasm == NULL
+        || rr->rec_version == SSL2_VERSION)
+        return 0;
+    seq = utls_inorder_seq(s);
+    i = seqset_lower(&c->ahead, seq);
+    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->cur_offset)
+        return 0;
+    /*
+     * The out-of-order side kept the first bytes that arrived at this offset,
+     * never overwritten, and those authenticated as |seq|. Bytes equal to
+     * them authenticate too; any difference (an injected copy, a store that
+     * dropped them) and the record is decrypted as usual, failing exactly as
+     * it would in stock OpenSSL.
+     */
+    if (!utls_reasm_find_run(c->reasm, &run, c->cur_offset)
+        || run.offset + run.len < c->cur_offset + c->cur_wire_len
+        || CRYPTO_memcmp(run.data + (c->cur_offset - run.offset),
+                         RECORD_LAYER_get_packet(&s->rlayer), c->cur_wire_len) != 0)
+        return 0;
+    /* As if decrypted: the sequence number counts the record. */
+    rseq = RECORD_LAYER_get_read_sequence(&s->rlayer);
+    for (i = SEQ_NUM_SIZE; i > 0; i--)
+        if (++rseq[i - 1] != 0)
+            break;
+    rr->type = SSL3_RT_APPLICATION_DATA;
+    rr->length = 0;
+    rr->off = 0;
+    rr->read = 1;
+    RECORD_LAYER_reset_empty_record_count(&s->rlayer);
+    RECORD_LAYER_set_numrpipes(&s->rlayer, 1);
+    c->stats.decryptions_saved++;
+    utls_hook_record_done(s, rr); /* anchors, stores, and the skip itself */
+    return 1;
+}
+
 int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_t *readbytes,
                          int *out_ret)
 {
@@ -574,7 +627,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     c->last_info.arrival_ns = r->arrival_ns;
     c->last_info_valid = 1;
     if (!peek) {
-        if (!seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq)) {
+        if (!seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset)) {
             /* Cannot remember it: let the in-order path deliver it instead. */
             ready_remove(c, 0);
             c->last_info_valid = 0;
