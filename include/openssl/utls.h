@@ -240,6 +240,81 @@ const BIO_METHOD *UTLS_BIO_f_utcp(void);
 # define UTLS_UTCP_FLAG_EOF     0x02 /* the peer closed: no data follows */
 
 /*-
+ * The tap: out-of-order fragments from a stock Linux kernel
+ * =========================================================
+ *
+ * No stock kernel offers uTCP. The tap gets the same information from an
+ * AF_PACKET socket (TPACKET_V3 ring, a BPF filter on the connection's
+ * 4-tuple), which sees every TCP segment as it arrives, before TCP's
+ * reordering queue. The kernel's TCP connection goes on doing everything else
+ * (ACKs, SACK, retransmission, flow control) and its in-order byte stream stays
+ * the authority: the tap BIO reads the socket for in-order bytes and reports
+ * the segments it captured as fragments. A segment's stream offset is its
+ * sequence number minus the ISN seen in the SYN, minus 1, so the tap must be
+ * in place before the connection is set up: for accepted connections a
+ * listener tap watches SYNs to the listening port; for connecting sockets
+ * UTLS_tap_connect() opens the tap and then connects.
+ *
+ * The tap needs CAP_NET_RAW. Without it the calls below fail with
+ * UTLS_R_TAP_PERMISSION and the connection simply works in order. IPv4 and
+ * IPv6. Segments are seen before TCP checks them, so an attacker on the path
+ * can inject anything: everything is authenticated before delivery, and the
+ * UTLS_LIMITS bound what injected data can cost.
+ */
+typedef struct utls_tap_listener_st UTLS_TAP_LISTENER;
+
+/*
+ * UTLS_tap_listen starts remembering the ISNs of SYNs that arrive for the
+ * port |listen_fd| is bound to, so that connections accepted from it can get
+ * a tap. Returns a listener the caller frees with UTLS_tap_listener_free(),
+ * or NULL with an error on the queue (UTLS_R_TAP_PERMISSION without
+ * CAP_NET_RAW). Call it before connections arrive (after listen()).
+ */
+UTLS_TAP_LISTENER *UTLS_tap_listen(int listen_fd);
+
+/* UTLS_tap_listener_free stops the listener tap. NULL-safe. */
+void UTLS_tap_listener_free(UTLS_TAP_LISTENER *l);
+
+/*
+ * UTLS_tap_connect is connect(2) for a TCP socket |fd| that is to get a tap:
+ * it binds |fd| to an ephemeral port if it is not bound, opens the tap, then
+ * connects (blocking) and records the ISN from the SYN-ACK. Returns 1, or 0
+ * with errno set on connect failure. A tap failure (no CAP_NET_RAW) is not a
+ * connect failure: it leaves an error on the queue, connects anyway and
+ * returns 1; UTLS_BIO_new_tap() then fails for the fd.
+ */
+int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen);
+
+/*
+ * UTLS_BIO_new_tap returns a BIO for the connected TCP socket |fd| that
+ * reads and writes like BIO_new_socket(fd, close_flag) and also reports the
+ * segments the tap captured as fragments (see UTLS_BIO_s_segment). The ISN
+ * comes from a listener tap (|fd| was accepted from a socket given to
+ * UTLS_tap_listen) or from UTLS_tap_connect(). Returns NULL with an error if
+ * the ISN is unknown (UTLS_R_TAP_NO_ISN) or the tap cannot be opened
+ * (UTLS_R_TAP_PERMISSION).
+ *
+ * With SSL_MODE_UNORDERED set, SSL_set_fd() is enough: the first read
+ * replaces the socket BIO by a tap BIO when the ISN of the fd's connection is
+ * known, and otherwise goes on in order (UTLS_STATS.fallback says why).
+ */
+BIO *UTLS_BIO_new_tap(int fd, int close_flag);
+
+/* UTLS_TAP_STATS counts a tap's work. */
+typedef struct utls_tap_stats_st {
+    uint64_t packets;          /* captured for this connection */
+    uint64_t payload_bytes;
+    uint64_t fragments;        /* reported past the in-order point */
+    uint64_t ring_drops;       /* the kernel dropped (ring full) */
+    uint64_t malformed;        /* unparseable packets ignored */
+    uint64_t last_byte_ns;     /* CLOCK_MONOTONIC arrival of the newest byte */
+} UTLS_TAP_STATS;
+
+/* UTLS_BIO_tap_get_stats copies a tap BIO's counters. Returns 1, or 0 if |b|
+ * is not a tap BIO. */
+int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats);
+
+/*-
  * Errors. uTLS reports its own errors under the library UTLS_get_lib():
  * ERR_GET_LIB(ERR_peek_error()) == UTLS_get_lib() and ERR_GET_REASON() one of
  * the reasons below; ERR_error_string() gives the text.
@@ -250,6 +325,9 @@ const BIO_METHOD *UTLS_BIO_f_utcp(void);
 # define UTLS_R_BAD_UTCP_UNIT       103 /* uTCP unit shorter than its header */
 # define UTLS_R_INVALID_LIMITS      104
 # define UTLS_R_OFFSET_WRAPS        105 /* offset + length past 2^64 */
+# define UTLS_R_TAP_PERMISSION      106 /* AF_PACKET needs CAP_NET_RAW */
+# define UTLS_R_TAP_NO_ISN          107 /* the connection's SYN was not seen */
+# define UTLS_R_TAP_SYSCALL         108 /* a socket call of the tap failed */
 
 /* UTLS_get_lib returns the error library number of uTLS's errors. */
 int UTLS_get_lib(void);
