@@ -37,7 +37,7 @@ typedef struct {
     unsigned char *data;
 } seg_event;
 
-typedef struct {
+struct utls_segstore_st {
     /* In-order bytes: stream offsets [read_off, read_off + inorder_len). */
     unsigned char *inorder;
     size_t inorder_start, inorder_len, inorder_cap;
@@ -57,7 +57,13 @@ typedef struct {
     BIO *out_bio;
     /* uTCP: the unit being parsed. */
     unsigned char *unit;
-} seg_ctx;
+    /* A read returned early only because fragments arrived. */
+    int woke;
+    /* The tap: contiguous bytes are not kept (the socket delivers them), only
+     * the point they reach. */
+    int discard_inorder;
+};
+typedef struct utls_segstore_st seg_ctx;
 
 static uint64_t seg_inorder_end(const seg_ctx *c)
 {
@@ -83,6 +89,10 @@ static int seg_reserve(unsigned char **buf, size_t *cap, size_t need)
 /* seg_append_inorder adds bytes at the in-order end. */
 static int seg_append_inorder(seg_ctx *c, const unsigned char *data, size_t len)
 {
+    if (c->discard_inorder) {
+        c->read_off += len;
+        return 1;
+    }
     if (c->inorder_start > 0 && c->inorder_start + c->inorder_len + len > c->inorder_cap) {
         memmove(c->inorder, c->inorder + c->inorder_start, c->inorder_len);
         c->inorder_start = 0;
@@ -105,7 +115,8 @@ static void seg_event_drop_oldest(seg_ctx *c)
     c->ev_count--;
 }
 
-static void seg_queue_event(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len)
+static void seg_queue_event(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
+                            uint64_t arrival_ns)
 {
     seg_event *e;
 
@@ -118,7 +129,7 @@ static void seg_queue_event(seg_ctx *c, uint64_t offset, const unsigned char *da
         return; /* the out-of-order side misses it; in order it still comes */
     e->offset = offset;
     e->len = len;
-    e->arrival_ns = utls_now_ns();
+    e->arrival_ns = arrival_ns;
     c->ev_count++;
     c->ev_bytes += len;
 }
@@ -143,7 +154,8 @@ static int seg_pull_contiguous(seg_ctx *c)
 }
 
 /* seg_push is UTLS_BIO_segment_push on the context. */
-static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len)
+static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
+                    uint64_t arrival_ns)
 {
     uint64_t end = seg_inorder_end(c);
 
@@ -173,7 +185,7 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
     /* Past a hole: keep it for the in-order stream, and tell the SSL. */
     switch (utls_reasm_insert(c->ooo, offset, data, len)) {
     case UTLS_REASM_STORED:
-        seg_queue_event(c, offset, data, len);
+        seg_queue_event(c, offset, data, len, arrival_ns);
         return 1;
     case UTLS_REASM_NO_NEW_DATA:
         return 1;
@@ -281,6 +293,12 @@ static long seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
     case UTLS_BIO_CTRL_READ_OFFSET:
         *(uint64_t *)ptr = c->read_off;
         return 1;
+    case UTLS_BIO_CTRL_TAKE_WAKEUP: {
+        int w = c->woke;
+
+        c->woke = 0;
+        return w;
+    }
     case BIO_CTRL_PENDING:
         return (long)c->inorder_len;
     case BIO_CTRL_EOF:
@@ -289,6 +307,54 @@ static long seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
         (void)num;
         return 0;
     }
+}
+
+/* --- The store as the tap uses it ---------------------------------------- */
+
+utls_segstore *utls_segstore_new(void)
+{
+    seg_ctx *c = seg_ctx_new();
+
+    if (c != NULL)
+        c->discard_inorder = 1;
+    return c;
+}
+
+void utls_segstore_free(utls_segstore *c)
+{
+    seg_ctx_free(c);
+}
+
+int utls_segstore_push(utls_segstore *c, uint64_t offset, const unsigned char *data, size_t len,
+                       uint64_t arrival_ns)
+{
+    return seg_push(c, offset, data, len, arrival_ns);
+}
+
+int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f)
+{
+    return seg_take_event(c, f);
+}
+
+void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset)
+{
+    /* The socket has delivered up to |offset|: what the capture missed below
+     * it is no hole. */
+    if (offset > c->read_off) {
+        c->read_off = offset;
+        utls_reasm_advance(c->ooo, offset);
+        seg_pull_contiguous(c);
+    }
+}
+
+uint64_t utls_segstore_inorder_end(const utls_segstore *c)
+{
+    return seg_inorder_end(c);
+}
+
+size_t utls_segstore_num_events(const utls_segstore *c)
+{
+    return c->ev_count;
 }
 
 /* --- The segment BIO ----------------------------------------------------- */
@@ -405,7 +471,7 @@ int UTLS_BIO_segment_push(BIO *b, uint64_t offset, const void *data, size_t len)
 {
     seg_ctx *c = seg_of(b);
 
-    return c != NULL && seg_push(c, offset, data, len);
+    return c != NULL && seg_push(c, offset, data, len, utls_now_ns());
 }
 
 int UTLS_BIO_segment_push_eof(BIO *b, uint64_t offset)
@@ -512,7 +578,7 @@ static int utcp_pump(BIO *b, seg_ctx *c)
         return 1;
     }
     ERR_set_mark();
-    if (!seg_push(c, off, c->unit + 5, (size_t)n - 5))
+    if (!seg_push(c, off, c->unit + 5, (size_t)n - 5, utls_now_ns()))
         ERR_pop_to_mark(); /* outside the window: like TCP, drop it */
     else
         ERR_clear_last_mark();
@@ -541,6 +607,7 @@ static int utcp_read(BIO *b, char *out, int outl)
             return -1; /* retry flags copied from the next BIO */
         if (c->inorder_len == 0 && c->ev_count > before) {
             /* Data past a hole: give the SSL a chance to deliver it. */
+            c->woke = 1;
             BIO_set_retry_read(b);
             return -1;
         }

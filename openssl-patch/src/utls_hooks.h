@@ -41,10 +41,16 @@ void utls_hook_record_done(struct ssl_st *s, struct ssl3_record_st *rr);
 int utls_hook_skip_decrypt(struct ssl_st *s, struct ssl3_record_st *rr);
 
 /*
- * ssl3_read_bytes, before the in-order path: returns 1 when it handled the
- * read (delivered an out-of-order record, or failed), with the value
- * ssl3_read_bytes must return in |*out_ret|; 0 to go on in order.
+ * ssl3_read_bytes, before the in-order path and again when the in-order read
+ * would block: returns UTLS_HOOK_HANDLED when it handled the read (delivered
+ * an out-of-order record, or failed) with the value ssl3_read_bytes must
+ * return in |*out_ret|; UTLS_HOOK_RETRY when a blocking read woke only for
+ * fragments that completed no record (read in order again); UTLS_HOOK_PASS to
+ * go on as stock OpenSSL would.
  */
+#define UTLS_HOOK_PASS 0
+#define UTLS_HOOK_HANDLED 1
+#define UTLS_HOOK_RETRY 2
 int utls_hook_read_bytes(struct ssl_st *s, unsigned char *buf, size_t len, int peek,
                          size_t *readbytes, int *out_ret);
 

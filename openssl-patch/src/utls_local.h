@@ -27,8 +27,31 @@
  * UTLS_BIO_CTRL_READ_OFFSET: ptr is a uint64_t; returns 1 and stores the
  * stream offset of the next byte BIO_read() will return.
  */
+
+/*
+ * The segment store behind the segment, uTCP and tap BIOs: a receive buffer
+ * that returns the in-order stream and queues fragments for bytes past a hole
+ * (utls_bio.c).
+ */
+typedef struct utls_segstore_st utls_segstore;
+utls_segstore *utls_segstore_new(void);
+void utls_segstore_free(utls_segstore *c);
+/* utls_segstore_push: see UTLS_BIO_segment_push. */
+int utls_segstore_push(utls_segstore *c, uint64_t offset, const unsigned char *data, size_t len,
+                       uint64_t arrival_ns);
+/* utls_segstore_skip_inorder drops the in-order bytes (the tap: the socket
+ * delivers them) and moves the in-order point to at least |offset|. */
+void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset);
+/* utls_segstore_inorder_end: the end of the contiguous bytes received. */
+uint64_t utls_segstore_inorder_end(const utls_segstore *c);
+/* utls_segstore_num_events: fragments waiting to be taken. */
+size_t utls_segstore_num_events(const utls_segstore *c);
 #define UTLS_BIO_CTRL_NEXT_FRAGMENT 0x7574 /* "ut" */
 #define UTLS_BIO_CTRL_READ_OFFSET 0x7575
+/* UTLS_BIO_CTRL_TAKE_WAKEUP: returns 1 (and forgets it) if the last read
+ * returned early, with the retry flag, only because fragments arrived while it
+ * would otherwise have blocked; 0 otherwise. */
+#define UTLS_BIO_CTRL_TAKE_WAKEUP 0x7576
 
 typedef struct {
     uint64_t offset;
@@ -36,6 +59,14 @@ typedef struct {
     size_t len;
     uint64_t arrival_ns;
 } utls_bio_fragment;
+
+/* utls_tap_wrap puts a tap in front of the socket BIO |sock| whose next byte
+ * has stream offset |read_off|; returns the tap BIO (|sock| becomes its next),
+ * or NULL with an error raised and |sock| untouched (utls_tap.c). */
+BIO *utls_tap_wrap(BIO *sock, uint64_t read_off);
+
+/* utls_segstore_take_event: see UTLS_BIO_CTRL_NEXT_FRAGMENT. */
+int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
 
 /* Default limits (UTLS_limits_default). Each bounds an attack; see utls.h. */
 #define UTLS_DEFAULT_MAX_PROBES_PER_RECORD 16

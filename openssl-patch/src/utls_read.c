@@ -157,6 +157,31 @@ static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned ch
 
 /* --- Setting up a key generation ----------------------------------------- */
 
+/*
+ * utls_auto_tap puts a tap in front of a plain socket BIO (SSL_set_fd), when
+ * the connection's ISN is known (a listener tap or UTLS_tap_connect saw its
+ * handshake). The TLS stream is assumed to start at the first byte of the TCP
+ * stream. Returns 1 if the read BIO is now a tap.
+ */
+static int utls_auto_tap(SSL *s, utls_conn *c)
+{
+    BIO *tap;
+
+    if (s->rbio == NULL || BIO_method_type(s->rbio) != BIO_TYPE_SOCKET)
+        return 0;
+    ERR_set_mark();
+    tap = utls_tap_wrap(s->rbio, c->next_offset
+                                     + SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer))
+                                     + RECORD_LAYER_get_packet_length(&s->rlayer));
+    if (tap == NULL) {
+        ERR_pop_to_mark(); /* in order, as before */
+        return 0;
+    }
+    ERR_clear_last_mark();
+    s->rbio = tap; /* the socket BIO is its next; SSL_free frees the chain */
+    return 1;
+}
+
 /* utls_copy_read_ctx takes the private copy of the read cipher context. */
 static void utls_copy_read_ctx(SSL *s, utls_conn *c)
 {
@@ -242,7 +267,7 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
             min_len = (size_t)blk * 2;
         }
     }
-    if (!utls_bio_is_fragment_source(s)) {
+    if (!utls_bio_is_fragment_source(s) && !utls_auto_tap(s, c)) {
         c->stats.fallback = UTLS_FALLBACK_NO_FRAGMENTS;
         return 0;
     }
@@ -600,22 +625,25 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     utls_ready_record *r;
 
     if (SSL_in_init(s) || (s->shutdown & SSL_RECEIVED_SHUTDOWN) || ossl_statem_in_error(s))
-        return 0;
+        return UTLS_HOOK_PASS;
     if ((c = utls_conn_get(s)) == NULL)
-        return 0;
+        return UTLS_HOOK_PASS;
     c->post_handshake = 1;
     utls_pump(s, c);
-    if (c->num_ready == 0)
-        return 0;
-    r = &c->ready[0];
-    if (r->gen < c->gen) {
-        ready_remove(c, 0); /* a record of an older key is in order already */
-        return 0;
+    while (c->num_ready > 0 && c->ready[0].gen < c->gen)
+        ready_remove(c, 0); /* records of an older key were read in order */
+    if (c->num_ready == 0) {
+        /* A blocking fragment source woke the read for fragments that
+         * completed no record: go back to waiting in order. */
+        if (s->rbio != NULL && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
+            return UTLS_HOOK_RETRY;
+        return UTLS_HOOK_PASS;
     }
+    r = &c->ready[0];
     if (len < r->len) {
         utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu", r->len, len);
         *out_ret = -1;
-        return 1;
+        return UTLS_HOOK_HANDLED;
     }
     memcpy(buf, r->data, r->len);
     *readbytes = r->len;
@@ -631,14 +659,14 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
             /* Cannot remember it: let the in-order path deliver it instead. */
             ready_remove(c, 0);
             c->last_info_valid = 0;
-            return 0;
+            return UTLS_HOOK_PASS;
         }
         c->stats.records_out_of_order++;
         ready_remove(c, 0);
     }
     s->rwstate = SSL_NOTHING;
     *out_ret = 1;
-    return 1;
+    return UTLS_HOOK_HANDLED;
 }
 
 int utls_hook_deliver_inorder(SSL *s, SSL3_RECORD *rr, size_t len)

@@ -1,0 +1,890 @@
+/*
+ * The tap: uTCP's fragments from a stock Linux kernel.
+ *
+ * An AF_PACKET socket with a TPACKET_V3 ring and a BPF filter on one TCP
+ * connection's 4-tuple sees each segment as it reaches the host, before TCP's
+ * reordering queue. The tap BIO is a filter over the connection's socket BIO:
+ * in-order bytes still come from the socket (the kernel's TCP stays the
+ * authority and does ACKs, SACK, retransmission and flow control), and the
+ * captured segments go into a segment store that reports those past a hole as
+ * fragments. A segment's stream offset is its sequence number minus the peer's
+ * ISN minus 1; the ISN comes from the SYN (listener taps) or the SYN-ACK
+ * (UTLS_tap_connect) and is kept in a small process-wide registry.
+ *
+ * Everything captured is untrusted: packets are seen before TCP checks them.
+ * Parsing is bounds-checked, and nothing captured is ever delivered without
+ * being authenticated by the record layer.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+
+#include "utls_local.h"
+
+/*
+ * The ring: 64 blocks of 128 KiB. A block holds at least one 64 KiB GRO
+ * packet; the kernel hands a block over when it is full or after
+ * UTLS_TAP_BLOCK_TIMEOUT_MS, so the ring covers at least 64 ms of traffic that
+ * the application has not read yet. When it is full the kernel drops captured
+ * copies only (counted in ring_drops): those records come in order.
+ */
+#define UTLS_TAP_BLOCK_SIZE (1u << 17)
+#define UTLS_TAP_BLOCK_NR 64u
+#define UTLS_TAP_FRAME_SIZE (1u << 11)
+#define UTLS_TAP_BLOCK_TIMEOUT_MS 1
+/* ISNs remembered process-wide. Attack bounded: a SYN flood against a tapped
+ * listener; past it the oldest entries are overwritten (those connections
+ * then fall back to in-order delivery). */
+#define UTLS_TAP_MAX_ISNS 4096
+
+/* --- Addresses and the ISN registry -------------------------------------- */
+
+typedef struct {
+    int family;
+    unsigned char local[16], peer[16];
+    uint16_t lport, pport; /* host order */
+} tap_key;
+
+typedef struct {
+    tap_key key;
+    uint32_t isn; /* the peer's initial sequence number */
+    int used;
+} isn_entry;
+
+static CRYPTO_ONCE tap_once = CRYPTO_ONCE_STATIC_INIT;
+static CRYPTO_RWLOCK *tap_lock = NULL;
+static isn_entry isn_table[UTLS_TAP_MAX_ISNS];
+static size_t isn_next = 0;
+static UTLS_TAP_LISTENER *listeners = NULL;
+
+struct utls_tap_listener_st {
+    int pfd;
+    UTLS_TAP_LISTENER *next;
+};
+
+static void tap_init(void)
+{
+    tap_lock = CRYPTO_THREAD_lock_new();
+}
+
+static int tap_ready(void)
+{
+    return CRYPTO_THREAD_run_once(&tap_once, tap_init) && tap_lock != NULL;
+}
+
+static int key_equal(const tap_key *a, const tap_key *b)
+{
+    size_t alen = a->family == AF_INET ? 4 : 16;
+
+    return a->family == b->family && a->lport == b->lport && a->pport == b->pport
+        && memcmp(a->local, b->local, alen) == 0 && memcmp(a->peer, b->peer, alen) == 0;
+}
+
+static void isn_put(const tap_key *k, uint32_t isn)
+{
+    size_t i;
+
+    if (!CRYPTO_THREAD_write_lock(tap_lock))
+        return;
+    for (i = 0; i < UTLS_TAP_MAX_ISNS; i++) {
+        if (isn_table[i].used && key_equal(&isn_table[i].key, k)) {
+            isn_table[i].isn = isn; /* a new connection on the same 4-tuple */
+            CRYPTO_THREAD_unlock(tap_lock);
+            return;
+        }
+    }
+    isn_table[isn_next].key = *k;
+    isn_table[isn_next].isn = isn;
+    isn_table[isn_next].used = 1;
+    isn_next = (isn_next + 1) % UTLS_TAP_MAX_ISNS;
+    CRYPTO_THREAD_unlock(tap_lock);
+}
+
+static int isn_get(const tap_key *k, uint32_t *out_isn)
+{
+    size_t i;
+    int found = 0;
+
+    if (!CRYPTO_THREAD_read_lock(tap_lock))
+        return 0;
+    for (i = 0; i < UTLS_TAP_MAX_ISNS && !found; i++) {
+        if (isn_table[i].used && key_equal(&isn_table[i].key, k)) {
+            *out_isn = isn_table[i].isn;
+            found = 1;
+        }
+    }
+    CRYPTO_THREAD_unlock(tap_lock);
+    return found;
+}
+
+/* key_of_socket fills |k| from a connected TCP socket. */
+static int key_of_socket(int fd, tap_key *k)
+{
+    struct sockaddr_storage l, p;
+    socklen_t ll = sizeof(l), pl = sizeof(p);
+
+    memset(k, 0, sizeof(*k));
+    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0
+        || getpeername(fd, (struct sockaddr *)&p, &pl) != 0 || l.ss_family != p.ss_family)
+        return 0;
+    k->family = l.ss_family;
+    if (k->family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)&l, *b = (const void *)&p;
+
+        memcpy(k->local, &a->sin_addr, 4);
+        memcpy(k->peer, &b->sin_addr, 4);
+        k->lport = ntohs(a->sin_port);
+        k->pport = ntohs(b->sin_port);
+    } else if (k->family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)&l, *b = (const void *)&p;
+
+        memcpy(k->local, &a->sin6_addr, 16);
+        memcpy(k->peer, &b->sin6_addr, 16);
+        k->lport = ntohs(a->sin6_port);
+        k->pport = ntohs(b->sin6_port);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* --- Packet parsing ------------------------------------------------------ */
+
+typedef struct {
+    tap_key key;        /* local = destination, peer = source */
+    uint32_t seq;
+    uint8_t flags;
+    const unsigned char *payload;
+    size_t payload_len;
+} tap_segment;
+
+static uint16_t get16(const unsigned char *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* parse_segment reads an IPv4 or IPv6 TCP segment (network header first). */
+static int parse_segment(const unsigned char *p, size_t len, tap_segment *out)
+{
+    size_t iphl, total, thl;
+    const unsigned char *t;
+
+    memset(out, 0, sizeof(*out));
+    if (len < 1)
+        return 0;
+    switch (p[0] >> 4) {
+    case 4:
+        if (len < 20 || (iphl = (size_t)(p[0] & 0x0f) * 4) < 20 || p[9] != IPPROTO_TCP)
+            return 0;
+        total = get16(p + 2);
+        if (total < iphl || total > len || (get16(p + 6) & 0x3fff) != 0)
+            return 0; /* truncated, or an IP fragment */
+        out->key.family = AF_INET;
+        memcpy(out->key.peer, p + 12, 4);
+        memcpy(out->key.local, p + 16, 4);
+        break;
+    case 6:
+        iphl = 40;
+        if (len < iphl || p[6] != IPPROTO_TCP)
+            return 0; /* extension headers are not followed */
+        total = iphl + get16(p + 4);
+        if (total > len)
+            return 0;
+        out->key.family = AF_INET6;
+        memcpy(out->key.peer, p + 8, 16);
+        memcpy(out->key.local, p + 24, 16);
+        break;
+    default:
+        return 0;
+    }
+    t = p + iphl;
+    if (total - iphl < 20 || (thl = (size_t)(t[12] >> 4) * 4) < 20 || thl > total - iphl)
+        return 0;
+    out->key.pport = get16(t);
+    out->key.lport = get16(t + 2);
+    out->seq = get32(t + 4);
+    out->flags = t[13];
+    out->payload = t + thl;
+    out->payload_len = total - iphl - thl;
+    return 1;
+}
+
+#define TCP_FLAG_SYN 0x02
+#define TCP_FLAG_ACK 0x10
+
+/* --- BPF filters ---------------------------------------------------------- */
+
+/*
+ * A classic BPF program over the network header (SOCK_DGRAM packet socket)
+ * that accepts TCP segments to |k|'s local port (and, with |match_peer|, from
+ * its peer address and port to its local address), with the TCP flags
+ * (masked by |flag_mask|) equal to |flags|. IPv4 with any header length, and
+ * IPv6 without extension headers. Checks are a chain that jumps to "reject".
+ */
+typedef struct {
+    struct sock_filter ins[96];
+    size_t n;
+    size_t reject_jumps[64];
+    size_t num_rj;
+} bpf_prog;
+
+static void bpf_op(bpf_prog *b, uint16_t code, uint32_t k)
+{
+    b->ins[b->n++] = (struct sock_filter)BPF_STMT(code, k);
+}
+
+/* bpf_require: continue if A == k, else reject. */
+static void bpf_require(bpf_prog *b, uint32_t k)
+{
+    b->reject_jumps[b->num_rj++] = b->n;
+    b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 0);
+}
+
+static void bpf_tcp_checks(bpf_prog *b, const tap_key *k, int match_peer, uint8_t flag_mask,
+                           uint8_t flags)
+{
+    /* X holds the offset of the TCP header. */
+    bpf_op(b, BPF_LD | BPF_H | BPF_IND, 2);
+    bpf_require(b, k->lport);
+    if (match_peer) {
+        bpf_op(b, BPF_LD | BPF_H | BPF_IND, 0);
+        bpf_require(b, k->pport);
+    }
+    bpf_op(b, BPF_LD | BPF_B | BPF_IND, 13);
+    bpf_op(b, BPF_ALU | BPF_AND | BPF_K, flag_mask);
+    bpf_require(b, flags);
+    bpf_op(b, BPF_RET | BPF_K, 0x40000); /* accept the whole packet */
+}
+
+static void bpf_build(bpf_prog *b, const tap_key *k, int match_peer, uint8_t flag_mask,
+                      uint8_t flags)
+{
+    size_t i, v6_start_jump;
+
+    memset(b, 0, sizeof(*b));
+    /* Version nibble: 4 or 6. */
+    bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 0);
+    bpf_op(b, BPF_ALU | BPF_RSH | BPF_K, 4);
+    v6_start_jump = b->n;
+    b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 0);
+    if (k->family == AF_INET6) {
+        /* An IPv6 connection: IPv4 packets are rejected. */
+        b->reject_jumps[b->num_rj++] = b->n;
+        b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+    } else {
+        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 0);
+        bpf_op(b, BPF_ALU | BPF_RSH | BPF_K, 4);
+        bpf_require(b, 4);
+        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 9);
+        bpf_require(b, IPPROTO_TCP);
+        bpf_op(b, BPF_LD | BPF_H | BPF_ABS, 6);
+        bpf_op(b, BPF_ALU | BPF_AND | BPF_K, 0x3fff);
+        bpf_require(b, 0); /* no IP fragments */
+        if (match_peer) {
+            bpf_op(b, BPF_LD | BPF_W | BPF_ABS, 12);
+            bpf_require(b, get32(k->peer));
+            bpf_op(b, BPF_LD | BPF_W | BPF_ABS, 16);
+            bpf_require(b, get32(k->local));
+        }
+        bpf_op(b, BPF_LDX | BPF_B | BPF_MSH, 0); /* X = 4 * IHL */
+        bpf_tcp_checks(b, k, match_peer, flag_mask, flags);
+    }
+    /* IPv6 starts here. */
+    b->ins[v6_start_jump].jt = (uint8_t)(b->n - v6_start_jump - 1);
+    if (k->family == AF_INET) {
+        b->reject_jumps[b->num_rj++] = b->n;
+        b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
+    } else {
+        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 6);
+        bpf_require(b, IPPROTO_TCP);
+        if (match_peer) {
+            for (i = 0; i < 4; i++) {
+                bpf_op(b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(8 + 4 * i));
+                bpf_require(b, get32(k->peer + 4 * i));
+                bpf_op(b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(24 + 4 * i));
+                bpf_require(b, get32(k->local + 4 * i));
+            }
+        }
+        bpf_op(b, BPF_LDX | BPF_IMM, 40);
+        bpf_tcp_checks(b, k, match_peer, flag_mask, flags);
+    }
+    /* reject */
+    for (i = 0; i < b->num_rj; i++) {
+        struct sock_filter *f = &b->ins[b->reject_jumps[i]];
+        uint8_t dist = (uint8_t)(b->n - b->reject_jumps[i] - 1);
+
+        if (BPF_OP(f->code) == BPF_JA)
+            f->k = dist;
+        else
+            f->jf = dist;
+    }
+    bpf_op(b, BPF_RET | BPF_K, 0);
+}
+
+/*
+ * tap_open_socket returns a non-blocking packet socket that sees, on every
+ * interface of this network namespace, the incoming segments the filter for
+ * |k| accepts; with |ring| a TPACKET_V3 ring is mapped into |*out_ring|.
+ * Returns -1 with a uTLS error raised on failure.
+ */
+static int tap_open_socket(const tap_key *k, int match_peer, uint8_t flag_mask, uint8_t flags,
+                           void **out_ring)
+{
+    struct sock_fprog prog;
+    struct sockaddr_ll sll;
+    bpf_prog b;
+    int fd, one = 1;
+
+    /* Protocol 0: nothing is captured until the filter is on and bind() runs. */
+    fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        if (errno == EPERM || errno == EACCES)
+            utls_raise(UTLS_R_TAP_PERMISSION, "AF_PACKET socket: %s (needs CAP_NET_RAW)",
+                       strerror(errno));
+        else
+            utls_raise(UTLS_R_TAP_SYSCALL, "AF_PACKET socket: %s", strerror(errno));
+        return -1;
+    }
+    bpf_build(&b, k, match_peer, flag_mask, flags);
+    prog.len = (unsigned short)b.n;
+    prog.filter = b.ins;
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
+        goto syscall_err;
+    /* Loopback shows each packet twice; only the arriving copy counts. */
+    (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    if (out_ring != NULL) {
+        struct tpacket_req3 req;
+        int v = TPACKET_V3;
+
+        memset(&req, 0, sizeof(req));
+        req.tp_block_size = UTLS_TAP_BLOCK_SIZE;
+        req.tp_block_nr = UTLS_TAP_BLOCK_NR;
+        req.tp_frame_size = UTLS_TAP_FRAME_SIZE;
+        req.tp_frame_nr = (UTLS_TAP_BLOCK_SIZE / UTLS_TAP_FRAME_SIZE) * UTLS_TAP_BLOCK_NR;
+        req.tp_retire_blk_tov = UTLS_TAP_BLOCK_TIMEOUT_MS;
+        if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) != 0
+            || setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) != 0)
+            goto syscall_err;
+        *out_ring = mmap(NULL, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR,
+                         PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (*out_ring == MAP_FAILED) {
+            *out_ring = NULL;
+            goto syscall_err;
+        }
+    }
+    memset(&sll, 0, sizeof(sll));
+    sll.sll_family = AF_PACKET;
+    sll.sll_protocol = htons(ETH_P_ALL);
+    sll.sll_ifindex = 0; /* every interface */
+    if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0)
+        goto syscall_err;
+    return fd;
+
+syscall_err:
+    utls_raise(errno == EPERM ? UTLS_R_TAP_PERMISSION : UTLS_R_TAP_SYSCALL, "tap setup: %s",
+               strerror(errno));
+    if (out_ring != NULL && *out_ring != NULL) {
+        munmap(*out_ring, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR);
+        *out_ring = NULL;
+    }
+    close(fd);
+    return -1;
+}
+
+/* --- Listener taps -------------------------------------------------------- */
+
+/* drain_syns records the ISN of every SYN waiting on |pfd|. */
+static void drain_syns(int pfd)
+{
+    unsigned char buf[256];
+    tap_segment seg;
+    ssize_t n;
+
+    /* A SYN carries no payload (no TCP Fast Open here): its headers fit. */
+    while ((n = recv(pfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+        if (parse_segment(buf, (size_t)n, &seg) && (seg.flags & TCP_FLAG_SYN) != 0)
+            isn_put(&seg.key, seg.seq);
+    }
+}
+
+UTLS_TAP_LISTENER *UTLS_tap_listen(int listen_fd)
+{
+    struct sockaddr_storage a;
+    socklen_t al = sizeof(a);
+    UTLS_TAP_LISTENER *l;
+    tap_key k;
+
+    if (!tap_ready())
+        return NULL;
+    memset(&k, 0, sizeof(k));
+    if (getsockname(listen_fd, (struct sockaddr *)&a, &al) != 0) {
+        utls_raise(UTLS_R_TAP_SYSCALL, "getsockname: %s", strerror(errno));
+        return NULL;
+    }
+    k.family = a.ss_family;
+    if (k.family == AF_INET)
+        k.lport = ntohs(((struct sockaddr_in *)&a)->sin_port);
+    else if (k.family == AF_INET6)
+        k.lport = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+    else {
+        utls_raise(UTLS_R_TAP_SYSCALL, "not an IP socket");
+        return NULL;
+    }
+    if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
+        return NULL;
+    /* A SYN without ACK to the listening port, from anyone. */
+    if ((l->pfd = tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN, NULL)) < 0) {
+        OPENSSL_free(l);
+        return NULL;
+    }
+    if (CRYPTO_THREAD_write_lock(tap_lock)) {
+        l->next = listeners;
+        listeners = l;
+        CRYPTO_THREAD_unlock(tap_lock);
+    }
+    return l;
+}
+
+void UTLS_tap_listener_free(UTLS_TAP_LISTENER *l)
+{
+    UTLS_TAP_LISTENER **p;
+
+    if (l == NULL)
+        return;
+    if (CRYPTO_THREAD_write_lock(tap_lock)) {
+        for (p = &listeners; *p != NULL; p = &(*p)->next) {
+            if (*p == l) {
+                *p = l->next;
+                break;
+            }
+        }
+        CRYPTO_THREAD_unlock(tap_lock);
+    }
+    close(l->pfd);
+    OPENSSL_free(l);
+}
+
+/* drain_listeners records the SYNs every listener tap has seen so far. */
+static void drain_listeners(void)
+{
+    UTLS_TAP_LISTENER *l;
+    int fds[64];
+    size_t n = 0, i;
+
+    if (!CRYPTO_THREAD_read_lock(tap_lock))
+        return;
+    for (l = listeners; l != NULL && n < 64; l = l->next)
+        fds[n++] = l->pfd;
+    CRYPTO_THREAD_unlock(tap_lock);
+    for (i = 0; i < n; i++)
+        drain_syns(fds[i]);
+}
+
+int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
+{
+    struct sockaddr_storage l;
+    socklen_t ll = sizeof(l);
+    const struct sockaddr *sa = addr;
+    tap_key k;
+    int pfd = -1, r;
+
+    if (!tap_ready())
+        return 0;
+    memset(&k, 0, sizeof(k));
+    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0)
+        return 0;
+    k.family = l.ss_family;
+    if (k.family == AF_INET && ((struct sockaddr_in *)&l)->sin_port == 0) {
+        struct sockaddr_in any = {.sin_family = AF_INET};
+
+        if (bind(fd, (struct sockaddr *)&any, sizeof(any)) != 0)
+            return 0;
+    } else if (k.family == AF_INET6 && ((struct sockaddr_in6 *)&l)->sin6_port == 0) {
+        struct sockaddr_in6 any = {.sin6_family = AF_INET6};
+
+        if (bind(fd, (struct sockaddr *)&any, sizeof(any)) != 0)
+            return 0;
+    }
+    ll = sizeof(l);
+    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0)
+        return 0;
+    k.lport = ntohs(k.family == AF_INET ? ((struct sockaddr_in *)&l)->sin_port
+                                        : ((struct sockaddr_in6 *)&l)->sin6_port);
+    /* The SYN-ACK to our port carries the peer's ISN. */
+    pfd = tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN | TCP_FLAG_ACK, NULL);
+    r = connect(fd, sa, addrlen);
+    if (r != 0 && errno == EINPROGRESS) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int err = 0;
+        socklen_t el = sizeof(err);
+
+        while ((r = poll(&p, 1, -1)) < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0) {
+            if (err != 0)
+                errno = err;
+            r = -1;
+        } else {
+            r = 0;
+        }
+    }
+    if (pfd >= 0) {
+        tap_key conn;
+        unsigned char buf[256];
+        tap_segment seg;
+        ssize_t n;
+
+        if (r == 0 && key_of_socket(fd, &conn)) {
+            while ((n = recv(pfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+                if (parse_segment(buf, (size_t)n, &seg) && key_equal(&seg.key, &conn))
+                    isn_put(&conn, seg.seq);
+            }
+        }
+        close(pfd);
+    }
+    return r == 0;
+}
+
+/* --- The tap BIO ------------------------------------------------------------ */
+
+typedef struct {
+    int sock;                 /* the TCP socket (owned by the next BIO) */
+    int pfd;
+    unsigned char *ring;
+    unsigned int cur_block;
+    uint32_t stream_seq0;     /* sequence number of stream offset 0: ISN + 1 */
+    tap_key key;
+    utls_segstore *cap;       /* captured bytes: fragments past a hole */
+    uint64_t sock_read_off;   /* stream offset of the next byte from the socket */
+    int64_t real_to_mono_ns;  /* kernel timestamps are CLOCK_REALTIME */
+    int woke;
+    UTLS_TAP_STATS stats;
+} tap_ctx;
+
+static int tap_type = -1;
+
+static void tap_ctx_free(tap_ctx *t)
+{
+    if (t == NULL)
+        return;
+    if (t->ring != NULL)
+        munmap(t->ring, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR);
+    if (t->pfd >= 0)
+        close(t->pfd);
+    utls_segstore_free(t->cap);
+    OPENSSL_free(t);
+}
+
+static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
+{
+    const unsigned char *p = (const unsigned char *)h + h->tp_net;
+    tap_segment seg;
+    uint64_t end, off, ts;
+    int32_t d;
+
+    t->stats.packets++;
+    if (h->tp_snaplen < h->tp_net - h->tp_mac
+        || !parse_segment(p, h->tp_snaplen - (h->tp_net - h->tp_mac), &seg)
+        || !key_equal(&seg.key, &t->key)) {
+        t->stats.malformed++;
+        return;
+    }
+    if (seg.payload_len == 0)
+        return;
+    /* Widen the 32-bit offset around the captured in-order end (RFC 1982). */
+    end = utls_segstore_inorder_end(t->cap);
+    d = (int32_t)((seg.seq - t->stream_seq0) - (uint32_t)end);
+    if (d < 0 && (uint64_t)(-(int64_t)d) > end)
+        return;
+    off = end + (int64_t)d;
+    ts = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec + (uint64_t)t->real_to_mono_ns;
+    t->stats.payload_bytes += seg.payload_len;
+    if (ts > t->stats.last_byte_ns)
+        t->stats.last_byte_ns = ts;
+    ERR_set_mark();
+    if (!utls_segstore_push(t->cap, off, seg.payload, seg.payload_len, ts))
+        ERR_pop_to_mark(); /* outside the window: like TCP, ignore it */
+    else
+        ERR_clear_last_mark();
+}
+
+/* tap_drain processes every block the kernel has handed over. No syscall. */
+static void tap_drain(tap_ctx *t)
+{
+    for (;;) {
+        struct tpacket_block_desc *b =
+            (void *)(t->ring + (size_t)t->cur_block * UTLS_TAP_BLOCK_SIZE);
+        const unsigned char *pkt;
+        uint32_t i, n;
+
+        if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0)
+            return;
+        n = b->hdr.bh1.num_pkts;
+        pkt = (const unsigned char *)b + b->hdr.bh1.offset_to_first_pkt;
+        for (i = 0; i < n; i++) {
+            const struct tpacket3_hdr *h = (const void *)pkt;
+
+            tap_process(t, h);
+            pkt += h->tp_next_offset;
+        }
+        __atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        t->cur_block = (t->cur_block + 1) % UTLS_TAP_BLOCK_NR;
+    }
+}
+
+/*
+ * tap_attach sets up the capture for the connected socket |fd|, whose next
+ * byte from the socket has stream offset |read_off|. Returns 1, or 0 with an
+ * error raised.
+ */
+static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
+{
+    struct timespec rt, mt;
+    uint32_t isn;
+    void *ring = NULL;
+
+    if (!tap_ready())
+        return 0;
+    if (!key_of_socket(fd, &t->key)) {
+        utls_raise(UTLS_R_TAP_SYSCALL, "fd %d is not a connected TCP/IP socket", fd);
+        return 0;
+    }
+    drain_listeners();
+    if (!isn_get(&t->key, &isn)) {
+        utls_raise(UTLS_R_TAP_NO_ISN,
+                   "the SYN of this connection was not seen: listen with UTLS_tap_listen() "
+                   "or connect with UTLS_tap_connect()");
+        return 0;
+    }
+    if ((t->cap = utls_segstore_new()) == NULL)
+        return 0;
+    t->pfd = tap_open_socket(&t->key, 1, 0, 0, &ring);
+    if (t->pfd < 0)
+        return 0;
+    t->ring = ring;
+    t->sock = fd;
+    t->stream_seq0 = isn + 1;
+    t->sock_read_off = read_off;
+    utls_segstore_skip_inorder(t->cap, read_off);
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mt);
+    t->real_to_mono_ns = ((int64_t)mt.tv_sec - rt.tv_sec) * 1000000000 + (mt.tv_nsec - rt.tv_nsec);
+    return 1;
+}
+
+static int tap_new(BIO *b)
+{
+    tap_ctx *t = OPENSSL_zalloc(sizeof(*t));
+
+    if (t == NULL)
+        return 0;
+    t->pfd = -1;
+    t->sock = -1;
+    BIO_set_data(b, t);
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static int tap_free(BIO *b)
+{
+    if (b == NULL)
+        return 0;
+    tap_ctx_free(BIO_get_data(b));
+    BIO_set_data(b, NULL);
+    return 1;
+}
+
+static int tap_read(BIO *b, char *out, int outl)
+{
+    tap_ctx *t = BIO_get_data(b);
+    BIO *next = BIO_next(b);
+    int r, fl;
+
+    BIO_clear_retry_flags(b);
+    if (next == NULL)
+        return -1;
+    if (t->ring != NULL) {
+        tap_drain(t);
+        fl = fcntl(t->sock, F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK) == 0) {
+            /*
+             * A blocking socket: wait for in-order bytes or for captured
+             * segments, whichever comes first, so that a record that became
+             * whole past a hole is not held behind the hole (the lock-out of
+             * the uTLS report, 7.1, in the other direction).
+             */
+            for (;;) {
+                struct pollfd p[2] = {{.fd = t->sock, .events = POLLIN},
+                                      {.fd = t->pfd, .events = POLLIN}};
+
+                if (utls_segstore_num_events(t->cap) > 0) {
+                    t->woke = 1;
+                    BIO_set_retry_read(b);
+                    return -1;
+                }
+                if (poll(p, 2, -1) < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    break;
+                }
+                if (p[1].revents != 0)
+                    tap_drain(t);
+                if (p[0].revents != 0 && utls_segstore_num_events(t->cap) == 0)
+                    break;
+            }
+        }
+    }
+    r = BIO_read(next, out, outl);
+    BIO_copy_next_retry(b);
+    if (r > 0) {
+        t->sock_read_off += (uint64_t)r;
+        if (t->cap != NULL)
+            utls_segstore_skip_inorder(t->cap, t->sock_read_off);
+    }
+    return r;
+}
+
+static int tap_write(BIO *b, const char *in, int inl)
+{
+    BIO *next = BIO_next(b);
+    int r;
+
+    BIO_clear_retry_flags(b);
+    if (next == NULL)
+        return 0;
+    r = BIO_write(next, in, inl);
+    BIO_copy_next_retry(b);
+    return r;
+}
+
+static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    tap_ctx *t = BIO_get_data(b);
+    BIO *next = BIO_next(b);
+
+    switch (cmd) {
+    case UTLS_BIO_CTRL_NEXT_FRAGMENT:
+        if (t->ring == NULL)
+            return 0;
+        tap_drain(t);
+        if (!utls_segstore_take_event(t->cap, ptr))
+            return 0;
+        t->stats.fragments++;
+        return 1;
+    case UTLS_BIO_CTRL_READ_OFFSET:
+        if (t->ring == NULL)
+            return 0;
+        *(uint64_t *)ptr = t->sock_read_off;
+        return 1;
+    case UTLS_BIO_CTRL_TAKE_WAKEUP: {
+        int w = t->woke;
+
+        t->woke = 0;
+        return w;
+    }
+    default:
+        return next != NULL ? BIO_ctrl(next, cmd, num, ptr) : 0;
+    }
+}
+
+static int tap_puts(BIO *b, const char *str)
+{
+    return tap_write(b, str, (int)strlen(str));
+}
+
+static CRYPTO_ONCE tap_meth_once = CRYPTO_ONCE_STATIC_INIT;
+static BIO_METHOD *tap_method = NULL;
+
+static void tap_method_init(void)
+{
+    BIO_METHOD *m;
+
+    tap_type = BIO_get_new_index() | BIO_TYPE_FILTER;
+    m = BIO_meth_new(tap_type, "uTLS tap");
+    if (m == NULL
+        || !BIO_meth_set_write(m, tap_write) || !BIO_meth_set_read(m, tap_read)
+        || !BIO_meth_set_puts(m, tap_puts) || !BIO_meth_set_ctrl(m, tap_ctrl)
+        || !BIO_meth_set_create(m, tap_new) || !BIO_meth_set_destroy(m, tap_free)) {
+        BIO_meth_free(m);
+        return;
+    }
+    tap_method = m;
+}
+
+static const BIO_METHOD *tap_bio_method(void)
+{
+    if (!CRYPTO_THREAD_run_once(&tap_meth_once, tap_method_init))
+        return NULL;
+    return tap_method;
+}
+
+/* utls_tap_wrap puts a tap in front of the socket BIO |sock| (the SSL's rbio),
+ * whose next byte has stream offset |read_off|. Returns the tap BIO, or NULL
+ * with an error raised (|sock| is untouched). */
+BIO *utls_tap_wrap(BIO *sock, uint64_t read_off)
+{
+    const BIO_METHOD *m = tap_bio_method();
+    BIO *tap;
+    int fd;
+
+    if (m == NULL || sock == NULL || BIO_get_fd(sock, &fd) <= 0 || fd < 0)
+        return NULL;
+    if ((tap = BIO_new(m)) == NULL)
+        return NULL;
+    if (!tap_attach(BIO_get_data(tap), fd, read_off)) {
+        BIO_free(tap);
+        return NULL;
+    }
+    BIO_push(tap, sock);
+    return tap;
+}
+
+BIO *UTLS_BIO_new_tap(int fd, int close_flag)
+{
+    BIO *sock = BIO_new_socket(fd, close_flag), *tap;
+
+    if (sock == NULL)
+        return NULL;
+    if ((tap = utls_tap_wrap(sock, 0)) == NULL) {
+        (void)BIO_set_close(sock, BIO_NOCLOSE); /* the caller keeps the fd */
+        BIO_free(sock);
+        return NULL;
+    }
+    return tap;
+}
+
+int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats)
+{
+    tap_ctx *t;
+    struct tpacket_stats_v3 st;
+    socklen_t sl = sizeof(st);
+
+    if (b == NULL || out_stats == NULL || tap_type < 0 || BIO_method_type(b) != tap_type)
+        return 0;
+    t = BIO_get_data(b);
+    /* The kernel's counters reset on every read; accumulate them. */
+    if (t->pfd >= 0 && getsockopt(t->pfd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
+        t->stats.ring_drops += st.tp_drops;
+    *out_stats = t->stats;
+    return 1;
+}
