@@ -12,6 +12,7 @@
 
 typedef struct utls_conn_st utls_conn;
 struct ssl_st;
+struct ssl_ctx_st;
 struct ssl3_record_st;
 
 /* SSL_free: forget all uTLS state. NULL-safe. */
@@ -60,6 +61,14 @@ int utls_hook_read_bytes(struct ssl_st *s, unsigned char *buf, size_t len, int p
  * raised; nothing is consumed).
  */
 int utls_hook_deliver_inorder(struct ssl_st *s, struct ssl3_record_st *rr, size_t len);
+
+/* SSL_CTX_new, after the system configuration: apply UTLS_MODE and
+ * SSLKEYLOGFILE from the environment. */
+void utls_hook_ctx_new(struct ssl_ctx_st *ctx);
+
+/* The UTLSMode configuration command ("unordered", "off"): sets or clears the
+ * mode bits on |ctx| and/or |s|. Returns 1, or 0 for an unknown value. */
+int utls_conf_mode(struct ssl_ctx_st *ctx, struct ssl_st *s, const char *value);
 
 /* The read key changed (handshake, KeyUpdate, renegotiation). */
 void utls_hook_read_key_changed(struct ssl_st *s);

@@ -1,0 +1,105 @@
+/*
+ * Turning uTLS on without code changes: the UTLSMode command of OpenSSL's
+ * configuration (openssl.cnf, system_default section, or SSL_CONF_cmd), the
+ * UTLS_MODE environment variable, and SSLKEYLOGFILE.
+ *
+ * SSLKEYLOGFILE handles secrets: every line written lets anyone who reads the
+ * file decrypt the connection. It is honoured only when set, never for
+ * setuid/setgid programs (secure_getenv), and the file is created 0600.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "utls_local.h"
+
+/* utls_parse_mode turns "unordered" (or "off") into mode bits to set and clear.
+ * Words are separated by commas or spaces. Returns 1, or 0 for an unknown word. */
+static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_clear)
+{
+    char word[32];
+    size_t n;
+
+    *out_set = *out_clear = 0;
+    while (*value != '\0') {
+        while (*value == ',' || *value == ' ')
+            value++;
+        for (n = 0; value[n] != '\0' && value[n] != ',' && value[n] != ' '; n++)
+            continue;
+        if (n == 0)
+            break;
+        if (n >= sizeof(word))
+            return 0;
+        memcpy(word, value, n);
+        word[n] = '\0';
+        value += n;
+        if (strcasecmp(word, "unordered") == 0) {
+            *out_set |= SSL_MODE_UNORDERED;
+        } else if (strcasecmp(word, "off") == 0 || strcasecmp(word, "none") == 0) {
+            *out_clear |= SSL_MODE_UNORDERED;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int utls_conf_mode(SSL_CTX *ctx, SSL *s, const char *value)
+{
+    uint32_t set, clear;
+
+    if (value == NULL || !utls_parse_mode(value, &set, &clear))
+        return 0;
+    if (ctx != NULL) {
+        SSL_CTX_clear_mode(ctx, clear);
+        SSL_CTX_set_mode(ctx, set);
+    }
+    if (s != NULL) {
+        SSL_clear_mode(s, clear);
+        SSL_set_mode(s, set);
+    }
+    return 1;
+}
+
+static void utls_keylog_line(const SSL *s, const char *line)
+{
+    const char *path = secure_getenv("SSLKEYLOGFILE");
+    size_t len;
+    int fd;
+
+    (void)s;
+    if (path == NULL || *path == '\0')
+        return;
+    /* One append per line: lines from several processes do not interleave. */
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    len = strlen(line);
+    {
+        char buf[1024];
+
+        if (len + 1 <= sizeof(buf)) {
+            memcpy(buf, line, len);
+            buf[len] = '\n';
+            (void)!write(fd, buf, len + 1);
+            OPENSSL_cleanse(buf, len + 1);
+        }
+    }
+    close(fd);
+}
+
+void utls_hook_ctx_new(SSL_CTX *ctx)
+{
+    const char *mode = secure_getenv("UTLS_MODE");
+    const char *keylog = secure_getenv("SSLKEYLOGFILE");
+
+    /* The environment overrides the configuration file: it is more specific. */
+    if (mode != NULL && *mode != '\0')
+        (void)utls_conf_mode(ctx, NULL, mode);
+    if (keylog != NULL && *keylog != '\0')
+        SSL_CTX_set_keylog_callback(ctx, utls_keylog_line);
+}
