@@ -1,7 +1,9 @@
 /*
  * Turning uTLS on without code changes: the UTLSMode command of OpenSSL's
  * configuration (openssl.cnf, system_default section, or SSL_CONF_cmd), the
- * UTLS_MODE environment variable, and SSLKEYLOGFILE.
+ * UTLS_MODE environment variable, and SSLKEYLOGFILE. The words: "unordered"
+ * (SSL_MODE_UNORDERED), "tap" (watch SYNs from now on, so that connections a
+ * program sets up itself and hands over with SSL_set_fd get a tap), "off".
  *
  * SSLKEYLOGFILE handles secrets: every line written lets anyone who reads the
  * file decrypt the connection. It is honoured only when set, never for
@@ -15,16 +17,24 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+
 #include "utls_local.h"
 
-/* utls_parse_mode turns "unordered" (or "off") into mode bits to set and clear.
- * Words are separated by commas or spaces. Returns 1, or 0 for an unknown word. */
-static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_clear)
+/*
+ * utls_parse_mode turns "unordered" (or "off") into mode bits to set and clear,
+ * and "tap" into |*out_tap| = 1 (watch SYNs so that SSL_set_fd connections can
+ * be tapped). Words are separated by commas or spaces. Returns 1, or 0 for an
+ * unknown word.
+ */
+static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_clear,
+                           int *out_tap)
 {
     char word[32];
     size_t n;
 
     *out_set = *out_clear = 0;
+    *out_tap = 0;
     while (*value != '\0') {
         while (*value == ',' || *value == ' ')
             value++;
@@ -39,6 +49,8 @@ static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_c
         value += n;
         if (strcasecmp(word, "unordered") == 0) {
             *out_set |= SSL_MODE_UNORDERED;
+        } else if (strcasecmp(word, "tap") == 0) {
+            *out_tap = 1;
         } else if (strcasecmp(word, "off") == 0 || strcasecmp(word, "none") == 0) {
             *out_clear |= SSL_MODE_UNORDERED;
         } else {
@@ -51,9 +63,16 @@ static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_c
 int utls_conf_mode(SSL_CTX *ctx, SSL *s, const char *value)
 {
     uint32_t set, clear;
+    int tap;
 
-    if (value == NULL || !utls_parse_mode(value, &set, &clear))
+    if (value == NULL || !utls_parse_mode(value, &set, &clear, &tap))
         return 0;
+    if (tap) {
+        /* Without CAP_NET_RAW this fails and connections stay in order. */
+        ERR_set_mark();
+        (void)utls_tap_start_syn_watch();
+        ERR_pop_to_mark();
+    }
     if (ctx != NULL) {
         SSL_CTX_clear_mode(ctx, clear);
         SSL_CTX_set_mode(ctx, set);

@@ -64,6 +64,7 @@ typedef struct {
  * has stream offset |read_off|; returns the tap BIO (|sock| becomes its next),
  * or NULL with an error raised and |sock| untouched (utls_tap.c). */
 BIO *utls_tap_wrap(BIO *sock, uint64_t read_off);
+int utls_tap_start_syn_watch(void);
 
 /* utls_segstore_take_event: see UTLS_BIO_CTRL_NEXT_FRAGMENT. */
 int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);

@@ -263,9 +263,11 @@ static void bpf_require(bpf_prog *b, uint32_t k)
 static void bpf_tcp_checks(bpf_prog *b, const tap_key *k, int match_peer, uint8_t flag_mask,
                            uint8_t flags)
 {
-    /* X holds the offset of the TCP header. */
-    bpf_op(b, BPF_LD | BPF_H | BPF_IND, 2);
-    bpf_require(b, k->lport);
+    /* X holds the offset of the TCP header. Port 0: any port. */
+    if (k->lport != 0) {
+        bpf_op(b, BPF_LD | BPF_H | BPF_IND, 2);
+        bpf_require(b, k->lport);
+    }
     if (match_peer) {
         bpf_op(b, BPF_LD | BPF_H | BPF_IND, 0);
         bpf_require(b, k->pport);
@@ -482,6 +484,50 @@ void UTLS_tap_listener_free(UTLS_TAP_LISTENER *l)
     }
     close(l->pfd);
     OPENSSL_free(l);
+}
+
+/*
+ * utls_tap_start_syn_watch opens, once per process, a tap that records the ISN
+ * of every SYN and SYN-ACK arriving in this network namespace (IPv4 and IPv6,
+ * any port), so that connections set up afterwards by a program that knows
+ * nothing of uTLS can get a tap through SSL_set_fd. Returns 1 if it runs.
+ */
+int utls_tap_start_syn_watch(void)
+{
+    static UTLS_TAP_LISTENER *watch = NULL;
+    UTLS_TAP_LISTENER *l;
+    tap_key any;
+
+    if (!tap_ready() || !CRYPTO_THREAD_write_lock(tap_lock))
+        return 0;
+    l = watch;
+    CRYPTO_THREAD_unlock(tap_lock);
+    if (l != NULL)
+        return 1;
+    memset(&any, 0, sizeof(any)); /* family 0, port 0: everything */
+    if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
+        return 0;
+    if ((l->pfd = tap_open_socket(&any, 0, TCP_FLAG_SYN, TCP_FLAG_SYN, NULL)) < 0) {
+        OPENSSL_free(l);
+        return 0;
+    }
+    if (!CRYPTO_THREAD_write_lock(tap_lock)) {
+        close(l->pfd);
+        OPENSSL_free(l);
+        return 0;
+    }
+    if (watch == NULL) {
+        watch = l;
+        l->next = listeners;
+        listeners = l;
+        l = NULL;
+    }
+    CRYPTO_THREAD_unlock(tap_lock);
+    if (l != NULL) { /* another thread won */
+        close(l->pfd);
+        OPENSSL_free(l);
+    }
+    return 1;
 }
 
 /* drain_listeners records the SYNs every listener tap has seen so far. */
