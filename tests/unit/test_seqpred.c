@@ -323,6 +323,23 @@ static void test_seqpred_advance(void **state)
     utls_seqpred_free(sp);
 }
 
+/* An origin (first record under a new key) bounds what follows without
+ * touching the size statistics. */
+static void test_seqpred_origin_bounds_without_stats(void **state)
+{
+    (void)state;
+    utls_seqpred *sp = utls_seqpred_new(NULL);
+    assert_int_equal(utls_seqpred_add_origin(sp, 10000, 0), 0);
+    assert_int_equal(utls_seqpred_add_origin(sp, 5, 1), 0);
+    assert_int_equal(utls_seqpred_add_origin(sp, 10000, 1), 1);
+    assert_true(utls_seqpred_mean_wire_len(sp) == 0.0);
+    uint64_t out[4];
+    utls_seqpred_query q = query(10000, 500);
+    assert_int_equal(utls_seqpred_candidates(sp, out, 4, &q), 1);
+    assert_int_equal(out[0], 1);
+    utls_seqpred_free(sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_seqpred_no_anchor_no_candidates),
         cmocka_unit_test(test_seqpred_storm_candidate_cap),
         cmocka_unit_test(test_seqpred_advance),
+        cmocka_unit_test(test_seqpred_origin_bounds_without_stats),
     };
     return cmocka_run_group_tests_name("seqpred", tests, NULL, NULL);
 }
