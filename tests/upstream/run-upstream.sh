@@ -339,7 +339,12 @@ PERL
     return "$fail"
 }
 
+# The tree is shared with openssl-patch/prepare.sh, which re-extracts and
+# re-configures it when the patches change: builds hold this lock exclusively,
+# recipe runs shared (prepare.sh can take it exclusively to wait for them).
+lockfile=$(cd "$src/.." && pwd)/.utls-openssl.lock
+exec 9>>"$lockfile" || die "cannot open $lockfile"
 case "$mode" in
-    build) do_build ;;
-    run) do_run ;;
+    build) flock -x 9; do_build ;;
+    run) flock -s 9; do_run ;;
 esac
