@@ -1,0 +1,176 @@
+/* uharness.c: see uharness.h. */
+#define _GNU_SOURCE
+#include "uharness.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/err.h>
+#include <openssl/rsa.h>
+#include <openssl/x509v3.h>
+
+static const uint8_t magic[4] = {'u', 'T', 'L', 'S'};
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static uint64_t fnv1a(const uint8_t *p, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static uint8_t body_byte(uint32_t index, size_t pos)
+{
+    uint64_t x = ((uint64_t)index << 32) ^ pos ^ 0x5bd1e995ULL;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (uint8_t)x;
+}
+
+int uh_msg_build(uint8_t *out, uint32_t index, size_t len)
+{
+    if (len < UH_MSG_MIN || len > UH_MSG_MAX) {
+        return 0;
+    }
+    memcpy(out, magic, 4);
+    put_u32(out + 4, index);
+    put_u32(out + 8, (uint32_t)len);
+    for (size_t i = 12; i < len - 8; i++) {
+        out[i] = body_byte(index, i);
+    }
+    uint64_t h = fnv1a(out, len - 8);
+    put_u32(out + len - 8, (uint32_t)(h >> 32));
+    put_u32(out + len - 4, (uint32_t)h);
+    return 1;
+}
+
+size_t uh_msg_peek_len(const uint8_t *msg, size_t len)
+{
+    if (len < 12 || memcmp(msg, magic, 4) != 0) {
+        return 0;
+    }
+    return get_u32(msg + 8);
+}
+
+int uh_msg_check(const uint8_t *msg, size_t len, uint32_t *out_index)
+{
+    if (len < UH_MSG_MIN || len > UH_MSG_MAX || memcmp(msg, magic, 4) != 0
+        || get_u32(msg + 8) != len) {
+        return 0;
+    }
+    uint32_t index = get_u32(msg + 4);
+    for (size_t i = 12; i < len - 8; i++) {
+        if (msg[i] != body_byte(index, i)) {
+            return 0;
+        }
+    }
+    uint64_t h = fnv1a(msg, len - 8);
+    if (get_u32(msg + len - 8) != (uint32_t)(h >> 32) || get_u32(msg + len - 4) != (uint32_t)h) {
+        return 0;
+    }
+    *out_index = index;
+    return 1;
+}
+
+int uh_make_identity(int ec, EVP_PKEY **out_key, X509 **out_cert)
+{
+    EVP_PKEY *key = ec ? EVP_EC_gen("P-256") : EVP_RSA_gen(2048);
+    X509 *x = X509_new();
+    X509_NAME *name = NULL;
+    int ok = 0;
+    if (key == NULL || x == NULL) {
+        goto end;
+    }
+    if (!X509_set_version(x, X509_VERSION_3)
+        || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
+        || X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL
+        || X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL
+        || !X509_set_pubkey(x, key)) {
+        goto end;
+    }
+    name = X509_get_subject_name(x);
+    if (!X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost",
+                                    -1, -1, 0)
+        || !X509_set_issuer_name(x, name) || !X509_sign(x, key, EVP_sha256())) {
+        goto end;
+    }
+    *out_key = key;
+    *out_cert = x;
+    key = NULL;
+    x = NULL;
+    ok = 1;
+end:
+    EVP_PKEY_free(key);
+    X509_free(x);
+    return ok;
+}
+
+void uh_errors_to_stderr(const char *what)
+{
+    unsigned long e;
+    const char *file, *data;
+    int line, flags;
+    while ((e = ERR_get_error_all(&file, &line, NULL, &data, &flags)) != 0) {
+        char buf[256];
+        ERR_error_string_n(e, buf, sizeof(buf));
+        fprintf(stderr, "  [%s] %s (%s:%d)%s%s\n", what, buf, file, line,
+                (flags & ERR_TXT_STRING) ? " " : "", (flags & ERR_TXT_STRING) ? data : "");
+    }
+}
+
+uint64_t uh_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static const char *maps_libssl(const char *maps_path, char *buf, size_t len)
+{
+    FILE *f = fopen(maps_path, "r");
+    buf[0] = '\0';
+    if (f == NULL) {
+        return buf;
+    }
+    char line[4096];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *p = strchr(line, '/');
+        if (p == NULL || strstr(p, "libssl.so.3") == NULL) {
+            continue;
+        }
+        p[strcspn(p, "\n")] = '\0';
+        snprintf(buf, len, "%s", p);
+        break;
+    }
+    fclose(f);
+    return buf;
+}
+
+const char *uh_libssl_path(void)
+{
+    static char buf[4096];
+    return maps_libssl("/proc/self/maps", buf, sizeof(buf));
+}
+
+const char *uh_pid_maps_libssl(int pid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+    return maps_libssl(path, buf, len);
+}
