@@ -79,6 +79,39 @@ unsigned long UTLS_base_version_num(void);
  */
 # define SSL_MODE_UNORDERED 0x00000200U
 
+/*-
+ * Explicit record numbers (docs/ern.md)
+ * =====================================
+ *
+ * With SSL_MODE_UTLS_NEGOTIATE on both ends of a TLS 1.3 connection, the two
+ * uTLS endpoints agree, inside encrypted messages only, that each application
+ * record carries its own sequence number as the first 8 bytes of its
+ * plaintext (removed before delivery). A receiver then verifies an
+ * out-of-order record with one cipher block per candidate and a single AEAD
+ * check. The ClientHello and ServerHello are unchanged, and a legacy peer sees
+ * only valid TLS it already handles. The server offers in its
+ * NewSessionTickets; the client answers on its next write (or
+ * UTLS_ern_flush()); the server then switches on its next write.
+ */
+# define SSL_MODE_UTLS_NEGOTIATE 0x00000800U
+
+/* Bits of UTLS_ern_status(). */
+# define UTLS_ERN_OFFERED  0x01 /* server: offered; client: saw a valid offer */
+# define UTLS_ERN_ACCEPTED 0x02 /* the client accepted */
+# define UTLS_ERN_TX       0x04 /* this endpoint's records carry numbers */
+# define UTLS_ERN_RX       0x08 /* the peer's records carry numbers */
+
+/* UTLS_ern_status returns the UTLS_ERN_* bits of |s|'s negotiation. */
+unsigned int UTLS_ern_status(const SSL *s);
+
+/*
+ * UTLS_ern_flush sends now a negotiation message that would otherwise wait
+ * for the next SSL_write() (a client that only reads calls it once after
+ * reading). Returns 1 when nothing is owed or it was sent, 0 to retry like a
+ * failed SSL_write() (SSL_get_error()).
+ */
+int UTLS_ern_flush(SSL *s);
+
 /* UTLS_RECORD_INFO describes one delivered record. */
 typedef struct utls_record_info_st {
     uint64_t seq;            /* TLS record sequence number within its key */
@@ -131,6 +164,9 @@ typedef struct utls_stats_st {
     uint64_t bytes_dropped;         /* bytes the out-of-order side dropped at a
                                      * limit (still delivered in order) */
     uint64_t probe_limit_hits;      /* headers abandoned at a probe limit */
+    uint64_t ern_block_checks;      /* one-block candidate tests (numbered records) */
+    uint64_t ern_records_sent;      /* our records that carried a number */
+    uint64_t ern_records_received;  /* in-order peer records that carried one */
     uint64_t decryptions_saved;     /* skipped records whose in-order bytes
                                      * equalled the bytes authenticated out of
                                      * order, so were not decrypted twice */
@@ -315,6 +351,294 @@ typedef struct utls_tap_stats_st {
 int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats);
 
 /*-
+ * Send scheduler
+ * ==============
+ *
+ * Once written, bytes wait in the kernel's send buffer behind everything
+ * written before them. The scheduler keeps messages as *plaintext* in a
+ * user-space queue instead and encrypts each (one SSL_write_ex() = one
+ * record) only when the kernel's unsent data is below a low-water mark
+ * (TCP_NOTSENT_LOWAT, read back through TCP_INFO). Until then it may still
+ * decide what goes next: higher priority first, squashed updates never sent,
+ * messages that would arrive after their deadline (and those that depend on
+ * them) dropped. Record sequence numbers stay in wire order, so any TLS
+ * receiver, stock OpenSSL included, reads exactly the messages written, in
+ * the order written.
+ *
+ * Nothing handed to the kernel is ever altered or withdrawn: a record that the
+ * socket took only in part stays first and is completed by the next flush.
+ * The scheduler never reorders encrypted records. (When explicit record numbers
+ * are negotiated (docs/ern.md) a sender could reorder records it has already
+ * encrypted; the scheduler keeps a single, documented hook for that in
+ * utls_sched.c, which says no until that support exists.)
+ *
+ * A message must fit one record: larger ones are refused with
+ * UTLS_R_SCHED_MESSAGE_TOO_LARGE, never split. The queue is bounded
+ * (UTLS_SCHED_CONFIG). An UTLS_SCHED is not thread-safe, like its SSL; while it
+ * is in use the application writes to the SSL only through it.
+ */
+typedef struct utls_sched_st UTLS_SCHED;
+
+/* UTLS_SCHED_CONFIG: the scheduler's bounds and knobs. */
+typedef struct utls_sched_config_st {
+    size_t max_messages;         /* messages queued (default 4096) */
+    size_t max_bytes;            /* plaintext bytes queued (default 4 MiB) */
+    size_t notsent_lowat;        /* encrypt the next message only while the
+                                  * kernel holds fewer unsent bytes than this;
+                                  * also set as TCP_NOTSENT_LOWAT (default
+                                  * 16 KiB) */
+    uint64_t deadline_margin_ns; /* added to every arrival estimate (default 0) */
+} UTLS_SCHED_CONFIG;
+
+/* UTLS_sched_config_default writes the defaults to |*out_config|. */
+void UTLS_sched_config_default(UTLS_SCHED_CONFIG *out_config);
+
+/* Flags of UTLS_SCHED_MSG.flags. */
+# define UTLS_SCHED_DEADLINE 0x01U /* deadline_ns holds an absolute deadline */
+# define UTLS_SCHED_PLAYOUT  0x02U /* playout_ts holds a playout time */
+# define UTLS_SCHED_DEPENDS  0x04U /* depends_on names an earlier message */
+
+/*
+ * UTLS_SCHED_MSG describes how one message is to be scheduled. Zero it, then
+ * set what applies: an all-zero value means priority 0, sub-stream 0, no
+ * squash, no deadline, no dependency.
+ */
+typedef struct utls_sched_msg_st {
+    uint8_t priority;     /* higher is sent first; equal ones in order of
+                           * submission */
+    uint8_t substream;    /* the sub-stream (0..255) the message belongs to:
+                           * scopes squash tags and the playout clock, and is
+                           * reported back in drop reports */
+    uint32_t flags;       /* UTLS_SCHED_* */
+    uint64_t squash_tag;  /* non-zero: this message replaces every older
+                           * unsent message of its sub-stream with the same
+                           * tag (they are dropped, UTLS_SCHED_DROP_SQUASHED) */
+    uint64_t deadline_ns; /* UTLS_SCHED_DEADLINE: the CLOCK_MONOTONIC time by
+                           * which the message should reach the receiver */
+    uint64_t playout_ts;  /* UTLS_SCHED_PLAYOUT: when the receiver plays the
+                           * message, in ticks of the sub-stream's clock (see
+                           * UTLS_sched_set_clock) */
+    uint64_t depends_on;  /* UTLS_SCHED_DEPENDS: the id of an earlier message
+                           * that this one is useless without */
+} UTLS_SCHED_MSG;
+
+/* Why a message was dropped instead of sent. */
+typedef enum {
+    UTLS_SCHED_DROP_SQUASHED = 1, /* a newer message with its squash tag came */
+    UTLS_SCHED_DROP_DEADLINE,     /* it would have arrived after its deadline */
+    UTLS_SCHED_DROP_DEPENDENCY,   /* a message it depends on was dropped */
+    UTLS_SCHED_DROP_TOO_LARGE     /* the record size limit shrank below it
+                                   * after submission (max_fragment_length) */
+} UTLS_SCHED_DROP_REASON;
+
+/* UTLS_SCHED_DROP reports one dropped message. */
+typedef struct utls_sched_drop_st {
+    uint64_t id;              /* the dropped message */
+    UTLS_SCHED_DROP_REASON reason;
+    uint64_t cause_id;        /* SQUASHED: the newer message; DEPENDENCY: the
+                               * dropped message it depended on; else 0 */
+    uint8_t priority;
+    uint8_t substream;
+    uint64_t squash_tag;
+    size_t len;               /* plaintext bytes never sent */
+    uint64_t dropped_ns;      /* CLOCK_MONOTONIC (or the UTLS_SCHED_ENV clock) */
+    uint64_t deadline_ns;     /* the effective deadline, 0 if none */
+    uint64_t est_arrival_ns;  /* DEADLINE: the arrival estimate that missed it */
+} UTLS_SCHED_DROP;
+
+/* UTLS_SCHED_STATS counts a scheduler's work. */
+typedef struct utls_sched_stats_st {
+    uint64_t submitted;          /* messages accepted by UTLS_sched_submit */
+    uint64_t written;            /* messages handed to SSL_write_ex in full */
+    uint64_t written_bytes;      /* their plaintext bytes */
+    uint64_t overtaken;          /* written ahead of an earlier-submitted
+                                  * message that was still queued */
+    uint64_t dropped_squashed;
+    uint64_t dropped_deadline;
+    uint64_t dropped_dependency;
+    uint64_t dropped_too_large;
+    uint64_t refused;            /* submissions refused (size, queue, args) */
+    uint64_t lowat_waits;        /* flushes stopped at the low-water mark */
+    uint64_t drop_reports_lost;  /* reports discarded because nobody read them
+                                  * (the oldest go first) */
+    size_t queued_messages;      /* now waiting, the partial record included */
+    size_t queued_bytes;
+} UTLS_SCHED_STATS;
+
+/*
+ * UTLS_TCP_INFO: what the kernel knows about a TCP connection (icTCP's
+ * "information"), from TCP_INFO. Times in microseconds, sizes in bytes unless
+ * the name says segments.
+ */
+typedef struct utls_tcp_info_st {
+    uint32_t srtt_us;           /* smoothed RTT (tcpi_rtt) */
+    uint32_t rttvar_us;         /* RTT variance (tcpi_rttvar) */
+    uint32_t min_rtt_us;        /* lowest RTT seen (tcpi_min_rtt) */
+    uint32_t mss;               /* sender MSS (tcpi_snd_mss) */
+    uint32_t cwnd_segs;         /* congestion window (tcpi_snd_cwnd) */
+    uint32_t ssthresh_segs;     /* slow-start threshold (tcpi_snd_ssthresh) */
+    uint32_t unacked_segs;      /* sent, not yet acknowledged (tcpi_unacked) */
+    uint32_t lost_segs;         /* currently presumed lost (tcpi_lost) */
+    uint64_t bytes_in_flight;   /* estimate: (unacked - sacked - lost +
+                                 * retransmitted) segments * mss */
+    uint64_t notsent_bytes;     /* written, not yet sent (tcpi_notsent_bytes) */
+    uint64_t total_retrans;     /* retransmitted segments (tcpi_total_retrans) */
+    uint64_t bytes_retrans;     /* retransmitted bytes (tcpi_bytes_retrans) */
+    uint64_t delivery_rate;     /* bytes/s (tcpi_delivery_rate) */
+    int delivery_rate_app_limited; /* the rate sample was application-limited */
+    uint64_t pacing_rate;       /* bytes/s (tcpi_pacing_rate) */
+    uint64_t max_pacing_rate;   /* bytes/s, ~0 if uncapped */
+} UTLS_TCP_INFO;
+
+/*
+ * UTLS_tcp_get_info fills |*out_info| for the TCP socket |fd|. Returns 1, or
+ * 0 with UTLS_R_SCHED_TCP_INFO on the error queue (and errno set) if |fd| is
+ * not a TCP socket. Fields the running kernel does not report are 0.
+ */
+int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info);
+
+/*-
+ * Control, only in directions that are never more aggressive than TCP
+ * (icTCP's rule: the application may restrain TCP, never push it).
+ *
+ * UTLS_tcp_set_window_clamp bounds the receive window |fd| advertises to
+ * |bytes| (TCP_WINDOW_CLAMP). A smaller advertised window can only make the
+ * peer send less, never more: the peer's congestion control still applies on
+ * top of it, and the kernel never shrinks a window it already offered (RFC
+ * 9293 3.8.6: the right edge is not moved left), nor goes below its own
+ * minimum. |bytes| 0 is refused (it would stall the connection).
+ *
+ * UTLS_tcp_set_max_pacing_rate caps the rate at which |fd| sends to
+ * |bytes_per_sec| (SO_MAX_PACING_RATE). TCP's own pacing rate, from its
+ * congestion control, still applies below the cap: a cap can delay a segment,
+ * never send one earlier or grow the window. ~0 removes the cap, which is
+ * stock TCP again. |bytes_per_sec| must fit 32 bits on kernels older than 4.20
+ * (the option was 32-bit there).
+ *
+ * Both return 1, or 0 with UTLS_R_SCHED_TCP_INFO on the error queue.
+ */
+int UTLS_tcp_set_window_clamp(int fd, uint32_t bytes);
+int UTLS_tcp_set_max_pacing_rate(int fd, uint64_t bytes_per_sec);
+
+/*
+ * UTLS_SCHED_ENV replaces where the scheduler gets the time and the TCP
+ * information, for simulations, tests and applications with their own clock.
+ * now_ns returns a monotonic time in nanoseconds (the deadlines of this
+ * scheduler are then on that clock). tcp_info fills *out like
+ * UTLS_tcp_get_info and returns 1, or 0 if nothing is known (then nothing
+ * gates writing and deadlines use an RTT of 0). NULL members keep the default
+ * (CLOCK_MONOTONIC; TCP_INFO of SSL_get_wfd()).
+ */
+typedef struct utls_sched_env_st {
+    uint64_t (*now_ns)(void *arg);
+    int (*tcp_info)(void *arg, UTLS_TCP_INFO *out);
+    void *arg;
+} UTLS_SCHED_ENV;
+
+/*
+ * UTLS_sched_new returns a scheduler that writes to |s| (not owned: it must
+ * outlive the scheduler), with |config| (copied; NULL for the defaults), or
+ * NULL with an error on the queue (UTLS_R_SCHED_INVALID_CONFIG: a zero bound or
+ * low-water mark). If SSL_get_wfd(s) is a TCP socket, TCP_NOTSENT_LOWAT is set
+ * on it to config->notsent_lowat, so that poll()/epoll report it writable only
+ * when the scheduler will write.
+ */
+UTLS_SCHED *UTLS_sched_new(SSL *s, const UTLS_SCHED_CONFIG *config);
+
+/*
+ * UTLS_sched_free frees |sch| and every message still queued, without writing
+ * or reporting them. A record partially handed to the kernel is left to the
+ * SSL (call UTLS_sched_flush until it is done first). NULL-safe.
+ */
+void UTLS_sched_free(UTLS_SCHED *sch);
+
+/* UTLS_sched_set_env sets |env| (copied; NULL restores the defaults). Returns 1. */
+int UTLS_sched_set_env(UTLS_SCHED *sch, const UTLS_SCHED_ENV *env);
+
+/*
+ * UTLS_sched_set_clock sets the playout clock of |substream|: |hz| ticks per
+ * second, and |playout_delay_ns|, the receiver's buffer. The first message of
+ * the sub-stream submitted with a playout time P0 at time T0 starts the
+ * timeline (as in unordered time-lined TCP): a message with playout time P has
+ * the deadline T0 + srtt/2 + playout_delay_ns + (P - P0) / hz. Setting the
+ * clock again restarts the timeline. Returns 1, or 0 (UTLS_R_SCHED_BAD_MESSAGE)
+ * if |hz| is 0.
+ */
+int UTLS_sched_set_clock(UTLS_SCHED *sch, uint8_t substream, uint32_t hz,
+                         uint64_t playout_delay_ns);
+
+/*
+ * UTLS_sched_submit queues a copy of |data| (|len| bytes) scheduled as |msg|
+ * (NULL: all zero) and sets |*out_id| (if not NULL) to its id, which counts up
+ * from 1. Squashing happens now. Returns 1, or 0 with an error on the queue
+ * and nothing changed: UTLS_R_SCHED_MESSAGE_TOO_LARGE (|len| above one
+ * record's payload, see UTLS_sched_max_message), UTLS_R_SCHED_QUEUE_FULL,
+ * UTLS_R_SCHED_BAD_DEPENDENCY (depends_on is not an earlier id, or so old that
+ * its fate is forgotten), UTLS_R_SCHED_NO_CLOCK (UTLS_SCHED_PLAYOUT on a
+ * sub-stream without UTLS_sched_set_clock), UTLS_R_SCHED_BAD_MESSAGE (|len| 0,
+ * unknown flags). A message that depends on one already dropped is accepted
+ * and dropped at once (UTLS_SCHED_DROP_DEPENDENCY). Nothing is written: call
+ * UTLS_sched_flush.
+ */
+int UTLS_sched_submit(UTLS_SCHED *sch, const void *data, size_t len, const UTLS_SCHED_MSG *msg,
+                      uint64_t *out_id);
+
+/*
+ * UTLS_sched_max_message returns the largest message |sch| accepts now: the
+ * SSL's record payload limit (max_send_fragment, split_send_fragment and a
+ * negotiated max_fragment_length).
+ */
+size_t UTLS_sched_max_message(const UTLS_SCHED *sch);
+
+/* What UTLS_sched_flush and UTLS_sched_drain leave behind. */
+typedef enum {
+    UTLS_SCHED_IDLE = 0,    /* nothing queued: all written or dropped */
+    UTLS_SCHED_WANT_WRITE,  /* messages wait for the socket: poll for POLLOUT */
+    UTLS_SCHED_WANT_READ,   /* SSL_write_ex needs to read first (handshake):
+                             * poll for POLLIN */
+    UTLS_SCHED_ERROR        /* SSL_write_ex failed (SSL_get_error() says why);
+                             * the connection is unusable */
+} UTLS_SCHED_RESULT;
+
+/*
+ * UTLS_sched_flush drops what can no longer be useful, then writes as many
+ * messages as the socket takes now: while the kernel holds fewer unsent bytes
+ * than the low-water mark, the next message (highest priority, oldest first,
+ * its queued dependency first) is checked against its deadline and written.
+ * It never blocks on a non-blocking socket; on a blocking one a write may
+ * wait while the kernel drains to the low-water mark. Sets |*out_written| (if
+ * not NULL) to the number of messages written, and returns the state.
+ */
+UTLS_SCHED_RESULT UTLS_sched_flush(UTLS_SCHED *sch, size_t *out_written);
+
+/*
+ * UTLS_sched_drain is UTLS_sched_flush for blocking code: it flushes, waits
+ * with poll() on SSL_get_wfd() as the result asks, and repeats until the queue
+ * is empty, an error, or |timeout_ms| passed (negative: no limit). Returns the
+ * last state (UTLS_SCHED_WANT_WRITE or _READ on timeout).
+ */
+UTLS_SCHED_RESULT UTLS_sched_drain(UTLS_SCHED *sch, int timeout_ms);
+
+/*
+ * UTLS_sched_next_drop moves the oldest unread drop report to |*out_drop| and
+ * returns 1, or returns 0 if there is none. At most 1024 reports are kept;
+ * older ones are discarded and counted in drop_reports_lost.
+ */
+int UTLS_sched_next_drop(UTLS_SCHED *sch, UTLS_SCHED_DROP *out_drop);
+
+/* UTLS_sched_drop_reason_string returns a static description of |reason|. */
+const char *UTLS_sched_drop_reason_string(UTLS_SCHED_DROP_REASON reason);
+
+/* UTLS_sched_get_stats copies |sch|'s counters. Returns 1, or 0 on NULL. */
+int UTLS_sched_get_stats(const UTLS_SCHED *sch, UTLS_SCHED_STATS *out_stats);
+
+/*
+ * UTLS_sched_get_tcp_info fills |*out_info| from the scheduler's source (the
+ * SSL's socket or UTLS_SCHED_ENV). Returns 1, or 0 if nothing is known.
+ */
+int UTLS_sched_get_tcp_info(UTLS_SCHED *sch, UTLS_TCP_INFO *out_info);
+
+/*-
  * Errors. uTLS reports its own errors under the library UTLS_get_lib():
  * ERR_GET_LIB(ERR_peek_error()) == UTLS_get_lib() and ERR_GET_REASON() one of
  * the reasons below; ERR_error_string() gives the text.
@@ -328,6 +652,14 @@ int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats);
 # define UTLS_R_TAP_PERMISSION      106 /* AF_PACKET needs CAP_NET_RAW */
 # define UTLS_R_TAP_NO_ISN          107 /* the connection's SYN was not seen */
 # define UTLS_R_TAP_SYSCALL         108 /* a socket call of the tap failed */
+/* Send scheduler (120..139). */
+# define UTLS_R_SCHED_MESSAGE_TOO_LARGE 120 /* message above one record's payload */
+# define UTLS_R_SCHED_QUEUE_FULL        121 /* max_messages or max_bytes reached */
+# define UTLS_R_SCHED_BAD_DEPENDENCY    122 /* depends_on not an earlier, known id */
+# define UTLS_R_SCHED_NO_CLOCK          123 /* playout time without a clock */
+# define UTLS_R_SCHED_BAD_MESSAGE       124 /* empty message, unknown flags */
+# define UTLS_R_SCHED_INVALID_CONFIG    125
+# define UTLS_R_SCHED_TCP_INFO          126 /* a TCP socket option call failed */
 
 /* UTLS_get_lib returns the error library number of uTLS's errors. */
 int UTLS_get_lib(void);

@@ -49,10 +49,12 @@ static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_c
         value += n;
         if (strcasecmp(word, "unordered") == 0) {
             *out_set |= SSL_MODE_UNORDERED;
+        } else if (strcasecmp(word, "negotiate") == 0) {
+            *out_set |= SSL_MODE_UTLS_NEGOTIATE;
         } else if (strcasecmp(word, "tap") == 0) {
             *out_tap = 1;
         } else if (strcasecmp(word, "off") == 0 || strcasecmp(word, "none") == 0) {
-            *out_clear |= SSL_MODE_UNORDERED;
+            *out_clear |= SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE;
         } else {
             return 0;
         }
@@ -121,4 +123,6 @@ void utls_hook_ctx_new(SSL_CTX *ctx)
         (void)utls_conf_mode(ctx, NULL, mode);
     if (keylog != NULL && *keylog != '\0')
         SSL_CTX_set_keylog_callback(ctx, utls_keylog_line);
+    /* Dormant until SSL_MODE_UTLS_NEGOTIATE is set on a connection. */
+    utls_ern_register(ctx);
 }

@@ -23,6 +23,13 @@ static ERR_STRING_DATA utls_reason_strings[] = {
     {UTLS_R_BAD_UTCP_UNIT, "uTCP unit shorter than its 5-byte header"},
     {UTLS_R_INVALID_LIMITS, "invalid uTLS limits"},
     {UTLS_R_OFFSET_WRAPS, "stream offset plus length wraps past 2^64"},
+    {UTLS_R_SCHED_MESSAGE_TOO_LARGE, "message larger than one record's payload (the scheduler never splits)"},
+    {UTLS_R_SCHED_QUEUE_FULL, "send scheduler queue full"},
+    {UTLS_R_SCHED_BAD_DEPENDENCY, "dependency is not an earlier message the scheduler knows"},
+    {UTLS_R_SCHED_NO_CLOCK, "playout time on a sub-stream without a clock rate"},
+    {UTLS_R_SCHED_BAD_MESSAGE, "invalid scheduler message (empty, or unknown flags)"},
+    {UTLS_R_SCHED_INVALID_CONFIG, "invalid send scheduler configuration"},
+    {UTLS_R_SCHED_TCP_INFO, "TCP socket option call failed (not a TCP socket?)"},
     {0, NULL}};
 
 static void utls_err_load(void)
@@ -180,6 +187,8 @@ void utls_conn_clear(utls_conn *c)
     EVP_CIPHER_CTX_free(c->probe_ctx);
     EVP_CIPHER_CTX_free(c->next_ctx);
     OPENSSL_cleanse(c->next_iv, sizeof(c->next_iv));
+    utls_ern_keys_clear(&c->ern_cur);
+    utls_ern_keys_clear(&c->ern_next);
     if (c->scratch != NULL)
         OPENSSL_clear_free(c->scratch, UTLS_SCRATCH_LEN);
     memset(c, 0, sizeof(*c));

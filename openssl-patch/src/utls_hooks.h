@@ -28,9 +28,10 @@ void utls_hook_record_read(struct ssl_st *s, struct ssl3_record_st *rr);
 /*
  * ssl3_get_record: the record was authenticated and decrypted in order. If it
  * was already delivered out of order, it is marked read (and empty) so that
- * ssl3_read_bytes skips it.
+ * ssl3_read_bytes skips it. Returns 0 after SSLfatal() (a wrong explicit
+ * record number), 1 otherwise.
  */
-void utls_hook_record_done(struct ssl_st *s, struct ssl3_record_st *rr);
+int utls_hook_record_done(struct ssl_st *s, struct ssl3_record_st *rr);
 
 /*
  * ssl3_get_record, before decryption: returns 1 if the record was already
@@ -69,6 +70,19 @@ void utls_hook_ctx_new(struct ssl_ctx_st *ctx);
 /* The UTLSMode configuration command ("unordered", "off"): sets or clears the
  * mode bits on |ctx| and/or |s|. Returns 1, or 0 for an unknown value. */
 int utls_conf_mode(struct ssl_ctx_st *ctx, struct ssl_st *s, const char *value);
+
+/* ssl3_write_bytes, first: writes a negotiation message owed to the peer.
+ * Returns 1 to go on, or <= 0 as ssl3_write_bytes would (retry later). */
+int utls_hook_write_bytes(struct ssl_st *s);
+
+/* ssl3_write_bytes: bytes each application record loses to its number. */
+size_t utls_hook_write_overhead(struct ssl_st *s);
+
+/* do_ssl3_write: puts the record number of pipe |pipe| in front of the
+ * plaintext, and its length in |*out_len|. Returns 0 on failure. */
+struct wpacket_st;
+int utls_hook_write_prefix(struct ssl_st *s, struct wpacket_st *pkt, int type, size_t pipe,
+                           size_t *out_len);
 
 /* The read key changed (handshake, KeyUpdate, renegotiation). */
 void utls_hook_read_key_changed(struct ssl_st *s);

@@ -95,6 +95,24 @@ typedef struct {
     size_t n;
 } utls_seqset;
 
+/* Explicit record numbers (docs/ern.md). */
+#define UTLS_ERN_TOKEN_LEN 16
+#define UTLS_ERN_OFFER 0  /* index into utls_conn_st.ern_token; also "due" values: */
+#define UTLS_ERN_ACCEPT 1 /* the client owes the server its accept */
+#define UTLS_ERN_SWITCH 2 /* the server owes the client its switch */
+#define UTLS_ERN_KIND_GCM 1
+#define UTLS_ERN_KIND_CCM 2
+#define UTLS_ERN_KIND_CHACHA 3
+
+/* Raw key material of one read key, for the one-block candidate test. */
+typedef struct {
+    int valid;
+    int kind;
+    EVP_CIPHER_CTX *ctx;  /* AES-ECB keyed, or ChaCha20 (keyed per use) */
+    unsigned char key[32]; /* ChaCha20 only */
+    unsigned char iv[12];
+} utls_ern_keys;
+
 typedef struct {
     uint64_t seq;
     uint32_t gen;
@@ -160,6 +178,18 @@ struct utls_conn_st {
     size_t num_ready;
 
     unsigned char *scratch; /* one record: header + max ciphertext */
+
+    /* Explicit record numbers: the negotiation and both directions. */
+    int ern_tokens_ready;
+    unsigned char ern_token[3][UTLS_ERN_TOKEN_LEN];
+    int ern_offered;         /* server: the offer went out */
+    int ern_accepted;        /* client: the accept went out */
+    int ern_token_due;       /* UTLS_ERN_ACCEPT/SWITCH to send, or 0 */
+    int ern_token_in_progress;
+    int ern_writing_token;
+    int ern_tx;              /* our application records carry numbers */
+    int ern_rx;              /* the peer's do (in order, from here on) */
+    utls_ern_keys ern_cur, ern_next;
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
@@ -188,5 +218,17 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
  * c->next_iv, without installing them. Returns 1 on success.
  */
 int utls_next_key_setup(SSL *s, utls_conn *c);
+
+/* Explicit record numbers (utls_ern.c). */
+void utls_ern_register(SSL_CTX *ctx);
+int utls_ern_is_token(const utls_conn *c, const unsigned char *pt, size_t len);
+/* utls_ern_inorder handles an authenticated application record in order:
+ * consumes a negotiation message, or checks and strips the record number.
+ * Returns 0 after SSLfatal() (a wrong number). */
+int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq);
+int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next);
+void utls_ern_keys_clear(utls_ern_keys *k);
+int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                           uint64_t seq);
 
 #endif

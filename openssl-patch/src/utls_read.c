@@ -322,6 +322,87 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
 /* --- Past a hole: scan, predict, probe ----------------------------------- */
 
 /*
+ * utls_verify_candidate runs the full check of the record at |hit| as sequence
+ * number |seq| of the current or next key and, if it verifies, records it
+ * (anchor, chained header) and queues its plaintext for delivery. With
+ * |numbered| the plaintext starts with the record's number, which is removed.
+ * Returns 1 if it verified, -1 to stop trying this record (probe budget or an
+ * internal error), 0 to try the next candidate.
+ */
+static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_scan_hit *hit,
+                                 const unsigned char *wire, const utls_seqpred_query *q,
+                                 uint64_t arrival_ns, uint64_t seq, int numbered)
+{
+    utls_seqset *ahead = next_key ? &c->next_ahead : &c->ahead;
+    uint32_t gen = c->gen + (next_key ? 1 : 0);
+    uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
+    const unsigned char *pt;
+    size_t pt_len;
+    int type, r;
+
+    if (seq < floor || seqset_contains(ahead, seq) || ready_find(c, gen, seq) >= 0)
+        return 0; /* already delivered, or known */
+    if (c->probe_budget < 1) {
+        c->stats.probe_limit_hits++;
+        return -1;
+    }
+    c->probe_budget -= 1;
+    c->stats.probes++;
+    r = utls_probe(s, c, next_key, wire, q->wire_len, seq, &pt, &pt_len, &type);
+    if (r < 0)
+        return -1;
+    if (r == 0) {
+        c->stats.soft_failures++;
+        return 0;
+    }
+    if (numbered && type == SSL3_RT_APPLICATION_DATA) {
+        /* The number was checked against |seq| by the block test, which the
+         * AEAD check has now confirmed. */
+        if (pt_len < 8)
+            return 0;
+        pt += 8;
+        pt_len -= 8;
+    }
+    /* Authenticated: a true record boundary with a known number. */
+    {
+        utls_seqpred_record a = {0};
+        utls_ready_record rr;
+
+        if (next_key && c->pred_next == NULL)
+            c->pred_next = utls_seqpred_new(&c->pred_config);
+        if (next_key && (!c->next_seen || hit->offset < c->next_seen_offset)) {
+            c->next_seen = 1;
+            c->next_seen_offset = hit->offset;
+        }
+        if (next_key ? c->pred_next != NULL : 1) {
+            a.offset = hit->offset;
+            a.seq = PRED_SEQ(seq);
+            a.wire_len = q->wire_len;
+            a.has_nonce = q->has_nonce;
+            a.explicit_nonce = q->explicit_nonce;
+            utls_seqpred_add_anchor(next_key ? c->pred_next : c->pred, &a);
+        }
+        utls_scan_confirm(c->scan, hit->offset, q->wire_len);
+        /* Alerts and handshake messages are processed only in order;
+         * empty records carry nothing to deliver. */
+        if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0
+            && !utls_ern_is_token(c, pt, pt_len)) {
+            rr.seq = seq;
+            rr.gen = gen;
+            rr.offset = hit->offset;
+            rr.wire_len = q->wire_len;
+            rr.arrival_ns = arrival_ns;
+            rr.len = pt_len;
+            rr.data = NULL;
+            if (!ready_add(c, &rr, pt))
+                c->stats.bytes_dropped += q->wire_len;
+        }
+        OPENSSL_cleanse(c->scratch, q->wire_len);
+    }
+    return 1;
+}
+
+/*
  * utls_try_key tries the candidate sequence numbers of one key generation
  * (the current one, or with |next_key| the one a KeyUpdate would install)
  * for the plausible header |hit|. Returns 1 if the record verified.
@@ -332,13 +413,36 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
 {
     uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
     utls_seqpred *pred = next_key ? c->pred_next : c->pred;
-    utls_seqset *ahead = next_key ? &c->next_ahead : &c->ahead;
-    uint32_t gen = c->gen + (next_key ? 1 : 0);
     /* Records below the in-order point's sequence number were processed in
      * order; the next key's numbering starts at 0. */
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
     size_t limit = c->limits.max_probes_per_record, n, i;
 
+    /* A peer that may number its records: cheap one-block tests first, over
+     * as many candidates as the predictor will give. */
+    if (c->ern_tokens_ready && (s->server ? c->ern_offered : c->ern_accepted)) {
+        utls_ern_keys *k = next_key ? &c->ern_next : &c->ern_cur;
+
+        if (k->valid || utls_ern_keys_setup(s, k, next_key)) {
+            size_t m;
+
+            if (pred != NULL && utls_seqpred_num_anchors(pred) > 0)
+                m = utls_seqpred_candidates(pred, cands, UTLS_SEQPRED_MAX_CANDIDATES, q);
+            else
+                for (m = 0; m < UTLS_SEQPRED_MAX_CANDIDATES; m++)
+                    cands[m] = PRED_SEQ(m);
+            for (i = 0; i < m; i++) {
+                uint64_t seq;
+
+                if (cands[i] == 0 || (seq = cands[i] - 1) < floor)
+                    continue;
+                c->stats.ern_block_checks++;
+                if (utls_ern_block_matches(k, wire, q->wire_len, seq))
+                    return utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, seq,
+                                                 1);
+            }
+        }
+    }
     if (pred != NULL && utls_seqpred_num_anchors(pred) > 0) {
         n = utls_seqpred_candidates(pred, cands, limit, q);
     } else if (next_key) {
@@ -350,65 +454,13 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
         return 0;
     }
     for (i = 0; i < n; i++) {
-        uint64_t seq;
-        const unsigned char *pt;
-        size_t pt_len;
-        int type, r;
+        int r;
 
         if (cands[i] == 0)
             continue; /* the virtual origin record */
-        seq = cands[i] - 1;
-        if (seq < floor || seqset_contains(ahead, seq) || ready_find(c, gen, seq) >= 0)
-            continue; /* already delivered, or known */
-        if (c->probe_budget < 1) {
-            c->stats.probe_limit_hits++;
-            return 0;
-        }
-        c->probe_budget -= 1;
-        c->stats.probes++;
-        r = utls_probe(s, c, next_key, wire, q->wire_len, seq, &pt, &pt_len, &type);
-        if (r < 0)
-            return 0;
-        if (r == 0) {
-            c->stats.soft_failures++;
-            continue;
-        }
-        /* Authenticated: a true record boundary with a known number. */
-        {
-            utls_seqpred_record a = {0};
-            utls_ready_record rr;
-
-            if (next_key && c->pred_next == NULL)
-                c->pred_next = utls_seqpred_new(&c->pred_config);
-            if (next_key && (!c->next_seen || hit->offset < c->next_seen_offset)) {
-                c->next_seen = 1;
-                c->next_seen_offset = hit->offset;
-            }
-            if (next_key ? c->pred_next != NULL : 1) {
-                a.offset = hit->offset;
-                a.seq = PRED_SEQ(seq);
-                a.wire_len = q->wire_len;
-                a.has_nonce = q->has_nonce;
-                a.explicit_nonce = q->explicit_nonce;
-                utls_seqpred_add_anchor(next_key ? c->pred_next : c->pred, &a);
-            }
-            utls_scan_confirm(c->scan, hit->offset, q->wire_len);
-            /* Alerts and handshake messages are processed only in order;
-             * empty records carry nothing to deliver. */
-            if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
-                rr.seq = seq;
-                rr.gen = gen;
-                rr.offset = hit->offset;
-                rr.wire_len = q->wire_len;
-                rr.arrival_ns = arrival_ns;
-                rr.len = pt_len;
-                rr.data = NULL;
-                if (!ready_add(c, &rr, pt))
-                    c->stats.bytes_dropped += q->wire_len;
-            }
-            OPENSSL_cleanse(c->scratch, q->wire_len);
-        }
-        return 1;
+        r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, cands[i] - 1, 0);
+        if (r != 0)
+            return r > 0;
     }
     if (n == limit)
         c->stats.probe_limit_hits++;
@@ -532,38 +584,48 @@ void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
     c->next_offset += c->cur_wire_len;
 }
 
-void utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
+int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c = s->utls;
     uint64_t seq;
     int i;
 
-    if (c == NULL || s->enc_read_ctx == NULL || !c->offset_known)
-        return;
+    if (c == NULL || s->enc_read_ctx == NULL)
+        return 1;
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
-    if (!SSL_in_init(s))
-        c->post_handshake = 1;
-    if (utls_gen_setup(s, c)) {
-        utls_seqpred_record a = {0};
+    if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
+        if (!SSL_in_init(s))
+            c->post_handshake = 1;
+        if (utls_gen_setup(s, c)) {
+            utls_seqpred_record a = {0};
 
-        utls_reasm_advance(c->reasm, c->next_offset);
-        utls_scan_advance(c->scan, c->next_offset);
-        utls_seqpred_advance(c->pred, c->next_offset);
-        a.offset = c->cur_offset;
-        a.seq = PRED_SEQ(seq);
-        a.wire_len = c->cur_wire_len;
-        a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
-        a.explicit_nonce = c->cur_nonce;
-        utls_seqpred_add_anchor(c->pred, &a);
+            utls_reasm_advance(c->reasm, c->next_offset);
+            utls_scan_advance(c->scan, c->next_offset);
+            utls_seqpred_advance(c->pred, c->next_offset);
+            a.offset = c->cur_offset;
+            a.seq = PRED_SEQ(seq);
+            a.wire_len = c->cur_wire_len;
+            a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
+            a.explicit_nonce = c->cur_nonce;
+            utls_seqpred_add_anchor(c->pred, &a);
+        }
+        if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
+            && seqset_take(&c->ahead, seq)) {
+            /* Delivered out of order already: skip it, exactly once. */
+            rr->length = 0;
+            rr->read = 1;
+            c->stats.records_skipped++;
+            return 1;
+        }
     }
     if (rr->type != SSL3_RT_APPLICATION_DATA)
-        return;
-    if (c->ahead.n > 0 && seqset_take(&c->ahead, seq)) {
-        /* Delivered out of order already: skip it, exactly once. */
-        rr->length = 0;
-        rr->read = 1;
-        c->stats.records_skipped++;
-        return;
+        return 1;
+    /* Explicit record numbers: negotiation messages and the numbers. */
+    if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0) {
+        if (!utls_ern_inorder(s, c, rr, seq))
+            return 0;
+        if (rr->read)
+            return 1; /* a negotiation message, consumed */
     }
     if ((i = ready_find(c, c->gen, seq)) >= 0)
         ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
@@ -573,6 +635,7 @@ void utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     c->inorder_info.stream_offset = c->cur_offset;
     c->inorder_info.wire_len = c->cur_wire_len;
     c->inorder_info.arrival_ns = c->cur_arrival_ns;
+    return 1;
 }
 
 int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
@@ -707,6 +770,16 @@ void utls_hook_read_key_changed(SSL *s)
     c->next_ahead.n = 0;
     c->next_valid = 0;
     c->next_seen = 0;
+    if (c->post_handshake) {
+        /* The next key's test keys become the current ones. */
+        utls_ern_keys t = c->ern_cur;
+
+        c->ern_cur = c->ern_next;
+        c->ern_next = t;
+        c->ern_next.valid = 0;
+    } else {
+        c->ern_cur.valid = 0;
+    }
     utls_seqpred_free(c->pred_next);
     c->pred_next = NULL;
     c->gen_start_known = c->offset_known;

@@ -1,0 +1,377 @@
+/*
+ * Explicit record numbers, negotiated under encryption (uTLS ERN v1).
+ * The protocol is docs/ern.md; this file is its implementation for TLS 1.3.
+ *
+ * This code handles secrets: the exporter value and tokens derived from it,
+ * and raw traffic keys for the one-block candidate test. All are wiped when
+ * no longer needed.
+ */
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+
+#include "utls_local.h"
+
+/* RFC 8446 4.2: 65280-65535 are reserved for private use. "u" = 0x75. */
+#define UTLS_ERN_EXT_TYPE 0xFF75
+#define UTLS_ERN_LABEL "EXPORTER-uTLS-ERN-v1"
+#define UTLS_ERN_LEN 8
+
+static void put_be64(unsigned char *p, uint64_t v)
+{
+    int i;
+
+    for (i = 7; i >= 0; i--) {
+        p[i] = (unsigned char)v;
+        v >>= 8;
+    }
+}
+
+static uint64_t get_be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    int i;
+
+    for (i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* --- Tokens ---------------------------------------------------------------- */
+
+/* ern_tokens computes offer/accept/switch once the handshake is complete. */
+static int ern_tokens(SSL *s, utls_conn *c)
+{
+    static const char *const names[3] = {"uTLS ERN v1 offer", "uTLS ERN v1 accept",
+                                         "uTLS ERN v1 switch"};
+    unsigned char t[32], mac[EVP_MAX_MD_SIZE];
+    size_t maclen, i;
+    int ok = 0;
+
+    if (c->ern_tokens_ready)
+        return 1;
+    if (!SSL_IS_TLS13(s) || SSL_IS_DTLS(s)
+        || SSL_export_keying_material(s, t, sizeof(t), UTLS_ERN_LABEL,
+                                      sizeof(UTLS_ERN_LABEL) - 1, NULL, 0, 0) != 1)
+        goto end;
+    for (i = 0; i < 3; i++) {
+        if (EVP_Q_mac(s->ctx->libctx, "HMAC", s->ctx->propq, "SHA256", NULL, t, sizeof(t),
+                      (const unsigned char *)names[i], strlen(names[i]), mac, sizeof(mac),
+                      &maclen) == NULL
+            || maclen < UTLS_ERN_TOKEN_LEN)
+            goto end;
+        memcpy(c->ern_token[i], mac, UTLS_ERN_TOKEN_LEN);
+    }
+    c->ern_tokens_ready = 1;
+    ok = 1;
+end:
+    OPENSSL_cleanse(t, sizeof(t));
+    OPENSSL_cleanse(mac, sizeof(mac));
+    return ok;
+}
+
+/* utls_ern_is_token says whether a record's plaintext is a negotiation
+ * message for this endpoint (which is never delivered to the application). */
+int utls_ern_is_token(const utls_conn *c, const unsigned char *pt, size_t len)
+{
+    if (!c->ern_tokens_ready || len != UTLS_ERN_TOKEN_LEN)
+        return 0;
+    return CRYPTO_memcmp(pt, c->ern_token[UTLS_ERN_ACCEPT], len) == 0
+        || CRYPTO_memcmp(pt, c->ern_token[UTLS_ERN_SWITCH], len) == 0;
+}
+
+/* --- The offer: a NewSessionTicket extension ------------------------------ */
+
+static int ern_ext_add(SSL *s, unsigned int ext_type, unsigned int context,
+                       const unsigned char **out, size_t *outlen, X509 *x, size_t chainidx,
+                       int *al, void *add_arg)
+{
+    utls_conn *c;
+
+    (void)ext_type, (void)context, (void)x, (void)chainidx, (void)al, (void)add_arg;
+    if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) == 0 || !s->server
+        || (c = utls_conn_get(s)) == NULL || !ern_tokens(s, c))
+        return 0; /* not added: the ticket is stock */
+    c->ern_offered = 1;
+    *out = c->ern_token[UTLS_ERN_OFFER];
+    *outlen = UTLS_ERN_TOKEN_LEN;
+    return 1;
+}
+
+static int ern_ext_parse(SSL *s, unsigned int ext_type, unsigned int context,
+                         const unsigned char *in, size_t inlen, X509 *x, size_t chainidx,
+                         int *al, void *parse_arg)
+{
+    utls_conn *c;
+
+    (void)ext_type, (void)context, (void)x, (void)chainidx, (void)al, (void)parse_arg;
+    /* RFC 8446 4.6.1: clients MUST ignore unrecognized extensions; an offer
+     * that does not verify is treated as unrecognized. */
+    if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) == 0 || s->server || inlen != UTLS_ERN_TOKEN_LEN
+        || (c = utls_conn_get(s)) == NULL || !ern_tokens(s, c)
+        || CRYPTO_memcmp(in, c->ern_token[UTLS_ERN_OFFER], inlen) != 0)
+        return 1;
+    if (!c->ern_accepted && c->ern_token_due == 0)
+        c->ern_token_due = UTLS_ERN_ACCEPT;
+    return 1;
+}
+
+void utls_ern_register(SSL_CTX *ctx)
+{
+    /* Dormant unless SSL_MODE_UTLS_NEGOTIATE is set: add returns 0 (nothing
+     * sent) and parse ignores everything. NewSessionTicket only: the
+     * ClientHello and ServerHello never carry it. */
+    ERR_set_mark();
+    (void)SSL_CTX_add_custom_ext(ctx, UTLS_ERN_EXT_TYPE, SSL_EXT_TLS1_3_NEW_SESSION_TICKET,
+                                 ern_ext_add, NULL, NULL, ern_ext_parse, NULL);
+    ERR_pop_to_mark();
+}
+
+/* --- Sending ----------------------------------------------------------------- */
+
+int utls_hook_write_bytes(SSL *s)
+{
+    utls_conn *c = s->utls;
+    size_t written;
+    int r, which;
+
+    if (c == NULL || c->ern_writing_token || c->ern_token_due == 0 || SSL_in_init(s))
+        return 1;
+    /* Only between application writes: never inside a partial one. */
+    if (!c->ern_token_in_progress && (s->rlayer.wnum != 0 || s->rlayer.wbuf[0].left != 0))
+        return 1;
+    which = c->ern_token_due;
+    c->ern_writing_token = 1;
+    c->ern_token_in_progress = 1;
+    r = ssl3_write_bytes(s, SSL3_RT_APPLICATION_DATA, c->ern_token[which], UTLS_ERN_TOKEN_LEN,
+                         &written);
+    c->ern_writing_token = 0;
+    if (r <= 0)
+        return r; /* retried with the same buffer on the next write */
+    c->ern_token_in_progress = 0;
+    c->ern_token_due = 0;
+    /* The next record in this direction is the first numbered one. */
+    c->ern_tx = 1;
+    if (which == UTLS_ERN_ACCEPT)
+        c->ern_accepted = 1;
+    return 1;
+}
+
+size_t utls_hook_write_overhead(SSL *s)
+{
+    utls_conn *c = s->utls;
+
+    return c != NULL && c->ern_tx && !c->ern_writing_token ? UTLS_ERN_LEN : 0;
+}
+
+int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *out_len)
+{
+    utls_conn *c = s->utls;
+    unsigned char *seq = RECORD_LAYER_get_write_sequence(&s->rlayer);
+    unsigned char ern[UTLS_ERN_LEN];
+
+    *out_len = 0;
+    if (c == NULL || !c->ern_tx || c->ern_writing_token || type != SSL3_RT_APPLICATION_DATA)
+        return 1;
+    /* The number the record is encrypted under: this record's sequence. */
+    put_be64(ern, get_be64(seq) + pipe);
+    if (!WPACKET_memcpy(pkt, ern, sizeof(ern)))
+        return 0;
+    *out_len = sizeof(ern);
+    c->stats.ern_records_sent++;
+    return 1;
+}
+
+int UTLS_ern_flush(SSL *s)
+{
+    utls_conn *c;
+
+    if (s == NULL || (c = s->utls) == NULL || c->ern_token_due == 0)
+        return 1;
+    return utls_hook_write_bytes(s) > 0;
+}
+
+unsigned int UTLS_ern_status(const SSL *s)
+{
+    const utls_conn *c = s != NULL ? s->utls : NULL;
+    unsigned int st = 0;
+
+    if (c == NULL)
+        return 0;
+    if (c->ern_offered)
+        st |= UTLS_ERN_OFFERED;
+    if (c->ern_accepted || (s->server && c->ern_rx))
+        st |= UTLS_ERN_ACCEPTED;
+    if (c->ern_tx)
+        st |= UTLS_ERN_TX;
+    if (c->ern_rx)
+        st |= UTLS_ERN_RX;
+    return st;
+}
+
+/* --- Receiving in order ------------------------------------------------------ */
+
+int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
+{
+    if (!c->ern_tokens_ready)
+        return 1;
+    if (!c->ern_rx && rr->length == UTLS_ERN_TOKEN_LEN) {
+        /* The server that offered reads accept; the client that accepted
+         * reads switch. Records after it carry numbers. */
+        int want = s->server ? UTLS_ERN_ACCEPT : UTLS_ERN_SWITCH;
+
+        if ((s->server ? c->ern_offered : c->ern_accepted)
+            && CRYPTO_memcmp(rr->data, c->ern_token[want], UTLS_ERN_TOKEN_LEN) == 0) {
+            c->ern_rx = 1;
+            if (s->server)
+                c->ern_token_due = UTLS_ERN_SWITCH;
+            rr->length = 0;
+            rr->read = 1;
+            return 1;
+        }
+    }
+    if (!c->ern_rx)
+        return 1;
+    /* A numbered record: the number must be the sequence number counted. */
+    if (rr->length < UTLS_ERN_LEN || get_be64(rr->data) != seq) {
+        SSLfatal(s, SSL_AD_DECODE_ERROR, SSL_R_BAD_RECORD_TYPE);
+        return 0;
+    }
+    rr->data += UTLS_ERN_LEN;
+    rr->length -= UTLS_ERN_LEN;
+    c->stats.ern_records_received++;
+    return 1;
+}
+
+/* --- Receiving out of order: the one-block test ------------------------------ */
+
+/*
+ * utls_ern_keys_setup derives the raw key and IV of the current read key (or,
+ * with |next|, the one a KeyUpdate would install) into |k|, for the one-block
+ * test. Returns 1 on success.
+ */
+int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
+{
+    static const unsigned char upd[] = "traffic upd";
+    const EVP_MD *md = ssl_handshake_md(s);
+    const EVP_CIPHER *ciph = s->s3.tmp.new_sym_enc;
+    const unsigned char *secret = s->server ? s->client_app_traffic_secret
+                                            : s->server_app_traffic_secret;
+    unsigned char nsecret[EVP_MAX_MD_SIZE], key[EVP_MAX_KEY_LENGTH];
+    size_t hashlen, keylen;
+    int l, ok = 0;
+    EVP_CIPHER *blk = NULL;
+
+    k->valid = 0;
+    if (md == NULL || ciph == NULL || (l = EVP_MD_get_size(md)) <= 0)
+        return 0;
+    hashlen = (size_t)l;
+    keylen = (size_t)EVP_CIPHER_get_key_length(ciph);
+    switch (EVP_CIPHER_get_mode(ciph)) {
+    case EVP_CIPH_GCM_MODE:
+        k->kind = UTLS_ERN_KIND_GCM;
+        break;
+    case EVP_CIPH_CCM_MODE:
+        k->kind = UTLS_ERN_KIND_CCM;
+        break;
+    default:
+        if (EVP_CIPHER_get_nid(ciph) != NID_chacha20_poly1305)
+            return 0;
+        k->kind = UTLS_ERN_KIND_CHACHA;
+        break;
+    }
+    if (keylen > sizeof(key))
+        return 0;
+    if (next) {
+        if (!tls13_hkdf_expand(s, md, secret, upd, sizeof(upd) - 1, NULL, hashlen, nsecret,
+                               hashlen, 0))
+            goto end;
+        secret = nsecret;
+    }
+    if (!tls13_derive_key(s, md, secret, key, keylen)
+        || !tls13_derive_iv(s, md, secret, k->iv, sizeof(k->iv)))
+        goto end;
+    if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
+        goto end;
+    if (k->kind == UTLS_ERN_KIND_CHACHA) {
+        blk = EVP_CIPHER_fetch(s->ctx->libctx, "ChaCha20", s->ctx->propq);
+        memcpy(k->key, key, keylen);
+    } else {
+        blk = EVP_CIPHER_fetch(s->ctx->libctx, keylen == 32 ? "AES-256-ECB" : "AES-128-ECB",
+                               s->ctx->propq);
+    }
+    if (blk == NULL || EVP_EncryptInit_ex(k->ctx, blk, NULL,
+                                          k->kind == UTLS_ERN_KIND_CHACHA ? NULL : key, NULL) <= 0)
+        goto end;
+    EVP_CIPHER_CTX_set_padding(k->ctx, 0);
+    k->valid = 1;
+    ok = 1;
+end:
+    EVP_CIPHER_free(blk);
+    OPENSSL_cleanse(nsecret, sizeof(nsecret));
+    OPENSSL_cleanse(key, sizeof(key));
+    return ok;
+}
+
+void utls_ern_keys_clear(utls_ern_keys *k)
+{
+    EVP_CIPHER_CTX_free(k->ctx);
+    OPENSSL_cleanse(k, sizeof(*k));
+}
+
+/*
+ * utls_ern_block_matches: does the record |wire| decrypt, in its first 8
+ * plaintext bytes and under the nonce for |seq|, to |seq| itself? One block
+ * cipher operation; no tag is checked (the full AEAD check follows).
+ */
+int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                           uint64_t seq)
+{
+    unsigned char nonce[12], blk[16], ks[64], want[UTLS_ERN_LEN];
+    int outl, i;
+
+    if (!k->valid || wire_len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_LEN)
+        return 0;
+    /* RFC 8446 5.3: nonce = iv XOR (0^4 || seq) */
+    memcpy(nonce, k->iv, 12);
+    for (i = 0; i < 8; i++)
+        nonce[4 + i] ^= (unsigned char)(seq >> (56 - 8 * i));
+    switch (k->kind) {
+    case UTLS_ERN_KIND_GCM:
+        /* NIST SP 800-38D: J0 = nonce || 1; the first plaintext block uses 2. */
+        memcpy(blk, nonce, 12);
+        blk[12] = blk[13] = blk[14] = 0;
+        blk[15] = 2;
+        if (EVP_EncryptUpdate(k->ctx, ks, &outl, blk, 16) <= 0)
+            return 0;
+        break;
+    case UTLS_ERN_KIND_CCM:
+        /* RFC 3610: A_i = flags(L-1 = 2) || nonce || i, first payload block i = 1. */
+        blk[0] = 2;
+        memcpy(blk + 1, nonce, 12);
+        blk[13] = blk[14] = 0;
+        blk[15] = 1;
+        if (EVP_EncryptUpdate(k->ctx, ks, &outl, blk, 16) <= 0)
+            return 0;
+        break;
+    case UTLS_ERN_KIND_CHACHA: {
+        /* RFC 8439 2.8: the payload starts at block counter 1. */
+        unsigned char iv[16] = {1, 0, 0, 0};
+        static const unsigned char zero[UTLS_ERN_LEN];
+
+        memcpy(iv + 4, nonce, 12);
+        if (EVP_EncryptInit_ex(k->ctx, NULL, NULL, k->key, iv) <= 0
+            || EVP_EncryptUpdate(k->ctx, ks, &outl, zero, UTLS_ERN_LEN) <= 0)
+            return 0;
+        break;
+    }
+    default:
+        return 0;
+    }
+    put_be64(want, seq);
+    for (i = 0; i < UTLS_ERN_LEN; i++)
+        ks[i] ^= wire[SSL3_RT_HEADER_LENGTH + i];
+    return CRYPTO_memcmp(ks, want, UTLS_ERN_LEN) == 0;
+}
