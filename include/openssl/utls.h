@@ -367,10 +367,10 @@ int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats);
  *
  * Nothing handed to the kernel is ever altered or withdrawn: a record that the
  * socket took only in part stays first and is completed by the next flush.
- * The scheduler never reorders encrypted records. (When explicit record numbers
- * are negotiated (docs/ern.md) a sender could reorder records it has already
- * encrypted; the scheduler keeps a single, documented hook for that in
- * utls_sched.c, which says no until that support exists.)
+ * The scheduler never reorders encrypted records. (Under explicit record
+ * numbers (UTLS_ERN_TX) a sender could also reorder records it has already
+ * encrypted; the scheduler keeps one documented hook for that in
+ * utls_sched.c, which says no: it is not implemented.)
  *
  * A message must fit one record: larger ones are refused with
  * UTLS_R_SCHED_MESSAGE_TOO_LARGE, never split. The queue is bounded
@@ -427,8 +427,9 @@ typedef enum {
     UTLS_SCHED_DROP_SQUASHED = 1, /* a newer message with its squash tag came */
     UTLS_SCHED_DROP_DEADLINE,     /* it would have arrived after its deadline */
     UTLS_SCHED_DROP_DEPENDENCY,   /* a message it depends on was dropped */
-    UTLS_SCHED_DROP_TOO_LARGE     /* the record size limit shrank below it
-                                   * after submission (max_fragment_length) */
+    UTLS_SCHED_DROP_TOO_LARGE     /* the record payload limit shrank below
+                                   * it after submission (max_fragment_length,
+                                   * explicit record numbers switched on) */
 } UTLS_SCHED_DROP_REASON;
 
 /* UTLS_SCHED_DROP reports one dropped message. */
@@ -585,8 +586,9 @@ int UTLS_sched_submit(UTLS_SCHED *sch, const void *data, size_t len, const UTLS_
 
 /*
  * UTLS_sched_max_message returns the largest message |sch| accepts now: the
- * SSL's record payload limit (max_send_fragment, split_send_fragment and a
- * negotiated max_fragment_length).
+ * SSL's record payload limit (max_send_fragment, split_send_fragment, a
+ * negotiated max_fragment_length, less the 8 bytes of an explicit record
+ * number once those are on).
  */
 size_t UTLS_sched_max_message(const UTLS_SCHED *sch);
 

@@ -265,18 +265,20 @@ static uint64_t sched_est_arrival(const UTLS_SCHED *sch, uint64_t now, const UTL
 }
 
 /*-
- * EXTENSION POINT: explicit record numbers (docs/ern.md).
- * Without them a receiver counts records, so records must reach the kernel in
- * the order they were encrypted, and this scheduler holds at most one
- * encrypted record: the one the socket took only in part (sch->partial),
- * which every flush completes, unchanged, before anything else. When both
- * ends have negotiated explicit record numbers, the receiver reads each
- * record's number from its payload, and a sender may also reorder records it
- * has already encrypted. Supporting that means: ask the ERN state here
- * whether the peer agreed; keep a small list of encrypted records instead of
- * sch->partial; and let sched_highest() pick among them as among plaintext
- * messages (a record already partly in the kernel still goes first: TCP
- * bytes are never withdrawn). Until then this says no.
+ * EXTENSION POINT: reordering encrypted records under explicit record
+ * numbers (docs/ern.md, UTLS_ern_status()).
+ * Without explicit numbers a receiver counts records, so records must reach
+ * the kernel in the order they were encrypted, and this scheduler holds at
+ * most one encrypted record: the one the socket took only in part
+ * (sch->partial), which every flush completes, unchanged, before anything
+ * else. Once this endpoint's records carry numbers (UTLS_ERN_TX), a receiver
+ * reads each record's number from its payload and a sender could also
+ * reorder records it has already encrypted. Doing so would mean: keep a small
+ * list of encrypted records instead of sch->partial, let the flush pick among
+ * them as among plaintext messages, and still never withdraw a record already
+ * partly in the kernel. Nothing needs that yet (plaintext waits until the
+ * last moment, which gives the same latency without it), so this says no,
+ * and the scheduler never reorders an encrypted record.
  */
 static int sched_may_reorder_encrypted(const UTLS_SCHED *sch)
 {
@@ -631,16 +633,28 @@ int UTLS_sched_set_clock(UTLS_SCHED *sch, uint8_t substream, uint32_t hz,
 
 size_t UTLS_sched_max_message(const UTLS_SCHED *sch)
 {
+    size_t max;
+
     if (sch == NULL) {
         return 0;
     }
     /*
-     * ssl_get_split_send_fragment() is max_send_fragment, lowered by a
-     * negotiated max_fragment_length, and by split_send_fragment (which is
-     * what a write uses when pipelining is on); it never exceeds 2^14.
-     * RFC 8446 5.1: "The length MUST NOT exceed 2^14 bytes."
+     * What ssl3_write_bytes() puts in one record: max_send_fragment, lowered
+     * by a negotiated max_fragment_length and by the explicit record number,
+     * or split_send_fragment when pipelining may split a write. RFC 8446 5.1: "The length MUST NOT
+     * exceed 2^14 bytes."
      */
-    return ssl_get_split_send_fragment(sch->ssl);
+    max = ssl_get_max_send_fragment(sch->ssl);
+    /* Explicit record numbers, once switched on, take bytes of every record. */
+    max -= utls_hook_write_overhead(sch->ssl);
+    if (sch->ssl->max_pipelines > 1) {
+        size_t split = ssl_get_split_send_fragment(sch->ssl);
+
+        if (split < max) {
+            max = split;
+        }
+    }
+    return max;
 }
 
 /* sched_deadline computes |msg|'s effective deadline (0: none) or fails. */
