@@ -1,0 +1,44 @@
+# check_json.cmake: runs bench_cpu --quick (a few MB, one repetition) and
+# checks that its JSON parses and carries the keys issue 4 names, with numeric
+# values. Speed targets are reported by the benchmark, never asserted here.
+execute_process(COMMAND ${BENCH} --quick --fork-lib-dir ${FORK_LIB_DIR} --out ${OUT}
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "bench_cpu --quick failed: ${rc}")
+endif()
+file(READ ${OUT} json)
+set(paths "transfer_bytes" "record_wire_bytes" "inorder_ratio" "offmode_ratio" "loss2_ratio")
+foreach(variant stock fork_off fork_on)
+    foreach(loss loss0 loss2)
+        list(APPEND paths "runs/${variant}/${loss}/median_s" "runs/${variant}/${loss}/min_s"
+             "runs/${variant}/${loss}/samples/0")
+    endforeach()
+endforeach()
+foreach(cipher tls13_aes128gcm tls13_aes256gcm tls13_chacha20poly1305 tls13_aes128ccm
+        tls12_ecdhe_ecdsa_aes128gcm tls12_ecdhe_ecdsa_chacha20poly1305
+        tls12_ecdhe_ecdsa_aes128sha256_etm tls12_ecdhe_ecdsa_aes128sha256_mte)
+    list(APPEND paths "probes_per_ooo_record/${cipher}"
+         "ooo_records/${cipher}/records_out_of_order"
+         "ooo_records/${cipher}/decryptions_saved")
+endforeach()
+# Paths are written with '/' (a CMake list would split them); GET takes the
+# members as separate arguments.
+foreach(path ${paths})
+    string(REPLACE "/" ";" members "${path}")
+    string(JSON value ERROR_VARIABLE err GET "${json}" ${members})
+    if(err)
+        message(FATAL_ERROR "cpu.json: ${path}: ${err}")
+    endif()
+    if(NOT value MATCHES "^[0-9.eE+-]+$")
+        message(FATAL_ERROR "cpu.json: ${path} is not a number: ${value}")
+    endif()
+endforeach()
+string(JSON cipher GET "${json}" cipher)
+if(NOT cipher STREQUAL "TLS_AES_128_GCM_SHA256")
+    message(FATAL_ERROR "cpu.json: cipher is ${cipher}")
+endif()
+string(JSON loss_model TYPE "${json}" loss_model)
+if(NOT loss_model STREQUAL "OBJECT")
+    message(FATAL_ERROR "cpu.json: loss_model is not an object")
+endif()
+message(STATUS "cpu.json well-formed: ${OUT}")
