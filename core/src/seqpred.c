@@ -191,6 +191,50 @@ static int seqpred_insert(utls_seqpred *sp, const utls_seqpred_record *rec, int 
     return 1;
 }
 
+/* seqpred_gap_fits: can |k| records of allowed sizes fill exactly |gap| bytes? */
+static int seqpred_gap_fits(const utls_seqpred *sp, uint64_t gap, uint64_t k)
+{
+    uint64_t minw = sp->config.min_wire_len, maxw = sp->config.max_wire_len;
+
+    if (k == 0) {
+        return gap == 0;
+    }
+    if (k > gap / minw) {
+        return 0; /* k * minw > gap, without overflow */
+    }
+    return k > UINT64_MAX / maxw || k * maxw >= gap;
+}
+
+int utls_seqpred_plausible(const utls_seqpred *sp, uint64_t offset, size_t wire_len,
+                           uint64_t seq)
+{
+    size_t i = seqpred_lower_index(sp, offset);
+
+    if ((uint64_t)wire_len > UINT64_MAX - offset) {
+        return 0;
+    }
+    if (i < sp->num_anchors && sp->anchors[i].offset == offset) {
+        return sp->anchors[i].seq == seq && sp->anchors[i].wire_len == wire_len;
+    }
+    if (i > 0) {
+        const utls_seqpred_record *b = &sp->anchors[i - 1];
+        uint64_t end = b->offset + b->wire_len;
+
+        if (end > offset || seq <= b->seq || !seqpred_gap_fits(sp, offset - end, seq - b->seq - 1)) {
+            return 0;
+        }
+    }
+    if (i < sp->num_anchors) {
+        const utls_seqpred_record *a = &sp->anchors[i];
+
+        if (offset + wire_len > a->offset || a->seq <= seq ||
+            !seqpred_gap_fits(sp, a->offset - (offset + wire_len), a->seq - seq - 1)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 void utls_seqpred_advance(utls_seqpred *sp, uint64_t inorder_offset)
 {
     size_t below = 0;

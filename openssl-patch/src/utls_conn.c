@@ -206,7 +206,7 @@ int UTLS_get_stats(const SSL *s, UTLS_STATS *out_stats)
         *out_stats = s->utls->stats;
     } else {
         memset(out_stats, 0, sizeof(*out_stats));
-        out_stats->fallback = UTLS_FALLBACK_NOT_ENABLED;
+        out_stats->fallback = UTLS_FALLBACK_HANDSHAKE; /* nothing read yet */
     }
     if ((s->mode & SSL_MODE_UNORDERED) == 0)
         out_stats->fallback = UTLS_FALLBACK_NOT_ENABLED;

@@ -70,7 +70,7 @@ int utls_tap_start_syn_watch(void);
 int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
 
 /* Default limits (UTLS_limits_default). Each bounds an attack; see utls.h. */
-#define UTLS_DEFAULT_MAX_PROBES_PER_RECORD 16
+#define UTLS_DEFAULT_MAX_PROBES_PER_RECORD 64
 /* 32 trial decryptions per KiB past a hole: an honest stream needs about one
  * per record (>= 1 per 16 KiB .. 1 per 22 bytes); an injector pays 1 KiB of
  * traffic for 32 failed trials of ~1 us each. */
@@ -86,6 +86,14 @@ int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
 #define UTLS_MAX_DELIVERED_AHEAD 1024
 /* Scanner hits handled per feed call. */
 #define UTLS_SCAN_BATCH 64
+/* Plausible headers whose candidates all failed, kept to be tried again when
+ * a record next to them verifies (its number then pins theirs exactly). The
+ * oldest are forgotten first; forged headers cost at most this much memory
+ * and, on each retry, the probe budget. */
+#define UTLS_MAX_FAILED_HITS 64
+/* Of a header's max_probes_per_record, this many are kept back for retries:
+ * next to a new anchor its number is exact and one probe settles it. */
+#define UTLS_RETRY_RESERVE 4
 
 /* A sorted set of sequence numbers (records delivered ahead of the in-order
  * path), bounded by UTLS_MAX_DELIVERED_AHEAD. */
@@ -163,6 +171,9 @@ struct utls_conn_st {
     double probe_budget;
 
     utls_seqset ahead; /* seqs of gen delivered out of order */
+    utls_scan_hit failed[UTLS_MAX_FAILED_HITS];
+    size_t failed_spent[UTLS_MAX_FAILED_HITS]; /* probes each has cost so far */
+    size_t num_failed;
     utls_seqpred_config pred_config;
 
     /* TLS 1.3: the key a KeyUpdate from the peer would install next, for

@@ -326,12 +326,14 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
  * number |seq| of the current or next key and, if it verifies, records it
  * (anchor, chained header) and queues its plaintext for delivery. With
  * |numbered| the plaintext starts with the record's number, which is removed.
- * Returns 1 if it verified, -1 to stop trying this record (probe budget or an
+ * A full check uses one of the header's |*allowance| probes. Returns 1 if it
+ * verified, -1 to stop trying this record (probe budget, allowance or an
  * internal error), 0 to try the next candidate.
  */
 static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_scan_hit *hit,
                                  const unsigned char *wire, const utls_seqpred_query *q,
-                                 uint64_t arrival_ns, uint64_t seq, int numbered)
+                                 uint64_t arrival_ns, uint64_t seq, int numbered,
+                                 size_t *allowance)
 {
     utls_seqset *ahead = next_key ? &c->next_ahead : &c->ahead;
     uint32_t gen = c->gen + (next_key ? 1 : 0);
@@ -342,11 +344,19 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
 
     if (seq < floor || seqset_contains(ahead, seq) || ready_find(c, gen, seq) >= 0)
         return 0; /* already delivered, or known */
-    if (c->probe_budget < 1) {
+    /* A number the record's position cannot have: a genuine record copied
+     * to another offset (its explicit nonce or number would verify). */
+    if (!next_key && !utls_seqpred_plausible(c->pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
+        return 0;
+    if (next_key && c->pred_next != NULL
+        && !utls_seqpred_plausible(c->pred_next, hit->offset, q->wire_len, PRED_SEQ(seq)))
+        return 0;
+    if (c->probe_budget < 1 || *allowance == 0) {
         c->stats.probe_limit_hits++;
         return -1;
     }
     c->probe_budget -= 1;
+    (*allowance)--;
     c->stats.probes++;
     r = utls_probe(s, c, next_key, wire, q->wire_len, seq, &pt, &pt_len, &type);
     if (r < 0)
@@ -409,14 +419,14 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
  */
 static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit *hit,
                         const unsigned char *wire, const utls_seqpred_query *q,
-                        uint64_t arrival_ns)
+                        uint64_t arrival_ns, size_t *allowance)
 {
     uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
     utls_seqpred *pred = next_key ? c->pred_next : c->pred;
     /* Records below the in-order point's sequence number were processed in
      * order; the next key's numbering starts at 0. */
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
-    size_t limit = c->limits.max_probes_per_record, n, i;
+    size_t limit = *allowance, n, i;
 
     /* A peer that may number its records: cheap one-block tests first, over
      * as many candidates as the predictor will give. */
@@ -439,7 +449,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
                 c->stats.ern_block_checks++;
                 if (utls_ern_block_matches(k, wire, q->wire_len, seq))
                     return utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, seq,
-                                                 1);
+                                                 1, allowance) > 0;
             }
         }
     }
@@ -458,7 +468,10 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
 
         if (cands[i] == 0)
             continue; /* the virtual origin record */
-        r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, cands[i] - 1, 0);
+        if (*allowance == 0)
+            break;
+        r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, cands[i] - 1, 0,
+                                  allowance);
         if (r != 0)
             return r > 0;
     }
@@ -469,16 +482,16 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
 
 /*
  * utls_try_record tries to authenticate the record at the plausible header
- * |hit| inside |run|: under the current key, then (TLS 1.3) under the next.
- * Returns 1 if it verified.
+ * |hit| inside |run|: under the current key, then (TLS 1.3) under the next,
+ * with at most |*allowance| full checks (decremented). Returns 1 if it
+ * verified.
  */
 static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
-                           const utls_reasm_run *run, uint64_t arrival_ns)
+                           const utls_reasm_run *run, uint64_t arrival_ns, size_t *allowance)
 {
     utls_seqpred_query q;
     const unsigned char *wire = run->data + (hit->offset - run->offset);
 
-    c->stats.headers_found++;
     if (hit->offset < c->next_offset)
         return 0;
     memset(&q, 0, sizeof(q));
@@ -490,12 +503,82 @@ static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
     }
     /* Past a record that verified under the next key, the current key can
      * no longer be in use: the peer's KeyUpdate lies before it. */
-    if (!(c->next_seen && hit->offset > c->next_seen_offset)
-        && utls_try_key(s, c, 0, hit, wire, &q, arrival_ns))
-        return 1;
-    if (c->tls13 && c->post_handshake && (c->next_valid || utls_next_key_setup(s, c)))
-        return utls_try_key(s, c, 1, hit, wire, &q, arrival_ns);
-    return 0;
+    /* TLS 1.3: a quarter of the allowance is for the next key, in case a
+     * KeyUpdate hides in the hole; past a record that verified under it, all
+     * of it is (the current key can no longer be in use). */
+    {
+        int may_be_next = c->tls13 && c->post_handshake;
+        int only_next = may_be_next && c->next_seen && hit->offset > c->next_seen_offset;
+        size_t next_share = only_next ? *allowance : (may_be_next ? *allowance / 4 : 0);
+        size_t cur = *allowance - next_share;
+        int ok;
+
+        if (!only_next) {
+            ok = utls_try_key(s, c, 0, hit, wire, &q, arrival_ns, &cur);
+            *allowance = cur + next_share;
+            if (ok)
+                return 1;
+        }
+        if (next_share == 0 || !(c->next_valid || utls_next_key_setup(s, c)))
+            return 0;
+        return utls_try_key(s, c, 1, hit, wire, &q, arrival_ns, allowance);
+    }
+}
+
+/* failed_add remembers a header whose candidates all failed after |spent|
+ * probes; one that has spent its whole allowance is not worth keeping. */
+static void failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent)
+{
+    if (spent >= c->limits.max_probes_per_record)
+        return;
+    if (c->num_failed == UTLS_MAX_FAILED_HITS) {
+        memmove(&c->failed[0], &c->failed[1], (c->num_failed - 1) * sizeof(c->failed[0]));
+        memmove(&c->failed_spent[0], &c->failed_spent[1],
+                (c->num_failed - 1) * sizeof(c->failed_spent[0]));
+        c->num_failed--;
+    }
+    c->failed_spent[c->num_failed] = spent;
+    c->failed[c->num_failed++] = *hit;
+}
+
+/*
+ * failed_retry tries again the remembered headers that lie in held data past
+ * the in-order point, now that a new record verified. Returns 1 if any
+ * verified (which may in turn pin others: the caller loops).
+ */
+static int failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
+{
+    size_t i = 0;
+    int progress = 0;
+
+    while (i < c->num_failed) {
+        utls_scan_hit hit = c->failed[i];
+        utls_reasm_run run;
+        size_t allowance = c->limits.max_probes_per_record - c->failed_spent[i];
+        size_t before = allowance;
+        int drop = 0;
+
+        if (hit.offset < c->next_offset
+            || !utls_reasm_find_run(c->reasm, &run, hit.offset)
+            || run.offset + run.len < hit.offset + SSL3_RT_HEADER_LENGTH + hit.len) {
+            drop = 1; /* passed in order, or no longer held */
+        } else if (utls_try_record(s, c, &hit, &run, arrival_ns, &allowance)) {
+            drop = 1;
+            progress = 1;
+        } else {
+            c->failed_spent[i] += before - allowance;
+            drop = allowance == 0; /* its allowance is used up */
+        }
+        if (drop) {
+            memmove(&c->failed[i], &c->failed[i + 1], (c->num_failed - i - 1) * sizeof(hit));
+            memmove(&c->failed_spent[i], &c->failed_spent[i + 1],
+                    (c->num_failed - i - 1) * sizeof(c->failed_spent[0]));
+            c->num_failed--;
+        } else {
+            i++;
+        }
+    }
+    return progress;
 }
 
 /* utls_process_run scans the run holding |offset| and tries every header. */
@@ -515,10 +598,23 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
         do {
             sr = utls_scan_feed(c->scan, hits, UTLS_SCAN_BATCH, &n, run.offset, run.data,
                                 run.len);
-            for (i = 0; i < n; i++)
-                if (utls_try_record(s, c, &hits[i], &run, arrival_ns))
+            for (i = 0; i < n; i++) {
+                size_t limit = c->limits.max_probes_per_record;
+                size_t first = limit > 2 * UTLS_RETRY_RESERVE ? limit - UTLS_RETRY_RESERVE : limit;
+                size_t allowance = first;
+
+                c->stats.headers_found++;
+                if (utls_try_record(s, c, &hits[i], &run, arrival_ns, &allowance))
                     again = 1; /* the next header is now known (chained) */
+                else
+                    failed_add(c, &hits[i], first - allowance);
+            }
         } while (sr == UTLS_SCAN_MORE);
+        /* A new anchor pins the numbers of records next to it: retry. */
+        if (again && c->num_failed > 0) {
+            while (failed_retry(s, c, arrival_ns))
+                continue;
+        }
     } while (again);
 }
 
@@ -784,6 +880,7 @@ void utls_hook_read_key_changed(SSL *s)
     c->pred_next = NULL;
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
+    c->num_failed = 0;
     utls_ooo_reset(c);
     utls_copy_read_ctx(s, c); /* the key has not decrypted anything yet */
     for (i = c->num_ready; i > 0; i--)

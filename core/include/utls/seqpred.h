@@ -114,6 +114,15 @@ int utls_seqpred_add_anchor(utls_seqpred *sp, const utls_seqpred_record *rec);
  * held anchor. */
 int utls_seqpred_add_origin(utls_seqpred *sp, uint64_t offset, uint64_t seq);
 
+/* utls_seqpred_plausible returns 1 if a record of |wire_len| bytes at
+ * |offset| can have sequence number |seq| given the held anchors: in stream
+ * order with them, and the gaps to its neighbours fillable by a whole number
+ * of records within the configured size bounds. A record that authenticated
+ * but is not plausible was copied from elsewhere in the stream (an attacker
+ * relocating genuine bytes): its position is a lie. */
+int utls_seqpred_plausible(const utls_seqpred *sp, uint64_t offset, size_t wire_len,
+                           uint64_t seq);
+
 /* utls_seqpred_observe adds a record wire length to the size statistics
  * without an anchor (e.g. records seen in order before seqpred existed). */
 void utls_seqpred_observe(utls_seqpred *sp, size_t wire_len);
