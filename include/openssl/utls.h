@@ -120,7 +120,9 @@ typedef struct utls_record_info_st {
     int out_of_order;        /* 1: delivered before every earlier byte of the
                               * stream had arrived */
     uint64_t stream_offset;  /* offset of the record's header in the stream the
-                              * read BIO carries (0 = its first byte) */
+                              * read BIO carries (0 = its first byte); out of
+                              * order, where its bytes were found (not
+                              * authenticated: see docs/unordered.md) */
     size_t wire_len;         /* header + ciphertext */
     uint64_t arrival_ns;     /* CLOCK_MONOTONIC time at which the record's last
                               * byte reached the library */
