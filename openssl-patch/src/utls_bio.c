@@ -23,18 +23,18 @@
 /* Runs the receive buffer may hold past a hole: a TCP out-of-order queue is
  * bounded the same way by its memory accounting. */
 #define UTLS_SEG_MAX_RUNS ((size_t)1 << 16)
-/* Fragment events not yet taken by the SSL. Past these, the oldest events are
- * dropped: the out-of-order side loses them, the in-order stream does not. */
+/* Fragment events not yet taken by the SSL (they point into the store, which
+ * bounds their bytes). Past this, the oldest events are dropped: the
+ * out-of-order side loses them, the in-order stream does not. */
 #define UTLS_SEG_MAX_EVENTS ((size_t)4096)
-#define UTLS_SEG_MAX_EVENT_BYTES ((size_t)8 << 20)
 /* The largest uTCP unit read from the next BIO: a 64 KiB TSO segment. */
 #define UTLS_UTCP_MAX_UNIT (5 + 65536)
 
+/* A fragment event names bytes held in the store; it copies nothing. */
 typedef struct {
     uint64_t offset;
     size_t len;
     uint64_t arrival_ns;
-    unsigned char *data;
 } seg_event;
 
 struct utls_segstore_st {
@@ -49,8 +49,7 @@ struct utls_segstore_st {
     uint64_t window;
     /* Fragment events for the SSL: a ring. */
     seg_event *events;
-    size_t ev_head, ev_count, ev_bytes;
-    seg_event taken; /* the event last handed out (freed on the next take) */
+    size_t ev_head, ev_count;
     /* Written bytes: an internal buffer, or a BIO. */
     unsigned char *out;
     size_t out_len, out_cap;
@@ -73,7 +72,8 @@ static uint64_t seg_inorder_end(const seg_ctx *c)
 static int seg_reserve(unsigned char **buf, size_t *cap, size_t need)
 {
     unsigned char *n;
-    size_t ncap = *cap ? *cap : 4096;
+    /* 64 KiB to start: a few records fit, so the in-order buffer rarely moves. */
+    size_t ncap = *cap ? *cap : 65536;
 
     if (need <= *cap)
         return 1;
@@ -106,32 +106,24 @@ static int seg_append_inorder(seg_ctx *c, const unsigned char *data, size_t len)
 
 static void seg_event_drop_oldest(seg_ctx *c)
 {
-    seg_event *e = &c->events[c->ev_head];
-
-    c->ev_bytes -= e->len;
-    OPENSSL_free(e->data);
-    e->data = NULL;
     c->ev_head = (c->ev_head + 1) % UTLS_SEG_MAX_EVENTS;
     c->ev_count--;
 }
 
-static void seg_queue_event(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
-                            uint64_t arrival_ns)
+static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t arrival_ns)
 {
     seg_event *e;
 
-    if (len == 0 || len > UTLS_SEG_MAX_EVENT_BYTES)
+    if (len == 0)
         return;
-    while (c->ev_count == UTLS_SEG_MAX_EVENTS || c->ev_bytes + len > UTLS_SEG_MAX_EVENT_BYTES)
+    if (c->ev_count == UTLS_SEG_MAX_EVENTS)
         seg_event_drop_oldest(c);
     e = &c->events[(c->ev_head + c->ev_count) % UTLS_SEG_MAX_EVENTS];
-    if ((e->data = OPENSSL_memdup(data, len)) == NULL)
-        return; /* the out-of-order side misses it; in order it still comes */
     e->offset = offset;
     e->len = len;
-    e->arrival_ns = arrival_ns;
+    /* The clock is read only for bytes past a hole, never on the in-order path. */
+    e->arrival_ns = arrival_ns != 0 ? arrival_ns : utls_now_ns();
     c->ev_count++;
-    c->ev_bytes += len;
 }
 
 /* seg_pull_contiguous moves bytes from the sparse store that became
@@ -140,6 +132,12 @@ static int seg_pull_contiguous(seg_ctx *c)
 {
     utls_reasm_run run;
     uint64_t end = seg_inorder_end(c);
+
+    /* Nothing held past a hole (the common case): nothing can join. The
+     * store's own in-order point is brought up to date before it next takes
+     * bytes (seg_push). */
+    if (utls_reasm_num_fragments(c->ooo) == 0)
+        return 1;
 
     while (utls_reasm_find_run(c->ooo, &run, end)) {
         size_t skip = (size_t)(end - run.offset);
@@ -183,9 +181,10 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
         return seg_pull_contiguous(c);
     }
     /* Past a hole: keep it for the in-order stream, and tell the SSL. */
+    utls_reasm_advance(c->ooo, end);
     switch (utls_reasm_insert(c->ooo, offset, data, len)) {
     case UTLS_REASM_STORED:
-        seg_queue_event(c, offset, data, len, arrival_ns);
+        seg_queue_event(c, offset, len, arrival_ns);
         return 1;
     case UTLS_REASM_NO_NEW_DATA:
         return 1;
@@ -225,9 +224,6 @@ static void seg_ctx_free(seg_ctx *c)
 {
     if (c == NULL)
         return;
-    while (c->ev_count > 0)
-        seg_event_drop_oldest(c);
-    OPENSSL_free(c->taken.data);
     OPENSSL_free(c->events);
     utls_reasm_free(c->ooo);
     OPENSSL_free(c->inorder);
@@ -257,29 +253,27 @@ static int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
     return (int)n;
 }
 
+/* seg_take_event hands out the oldest event's bytes where the store holds
+ * them now: still past the in-order end (what became in order needs no
+ * early delivery) and not evicted. */
 static int seg_take_event(seg_ctx *c, utls_bio_fragment *f)
 {
-    seg_event *e;
-
-    OPENSSL_free(c->taken.data);
-    c->taken.data = NULL;
     while (c->ev_count > 0) {
-        e = &c->events[c->ev_head];
-        c->taken = *e;
-        e->data = NULL;
-        c->ev_bytes -= e->len;
-        c->ev_head = (c->ev_head + 1) % UTLS_SEG_MAX_EVENTS;
-        c->ev_count--;
-        /* Bytes that became in-order since are of no use out of order. */
-        if (c->taken.offset + c->taken.len <= seg_inorder_end(c)) {
-            OPENSSL_free(c->taken.data);
-            c->taken.data = NULL;
+        seg_event e = c->events[c->ev_head];
+        uint64_t start = e.offset, end = e.offset + e.len, inorder = seg_inorder_end(c);
+        utls_reasm_run run;
+
+        seg_event_drop_oldest(c);
+        if (start < inorder)
+            start = inorder;
+        if (start >= end || !utls_reasm_find_run(c->ooo, &run, start))
             continue;
-        }
-        f->offset = c->taken.offset;
-        f->data = c->taken.data;
-        f->len = c->taken.len;
-        f->arrival_ns = c->taken.arrival_ns;
+        if (end > run.offset + run.len)
+            end = run.offset + run.len;
+        f->offset = start;
+        f->data = run.data + (start - run.offset);
+        f->len = (size_t)(end - start);
+        f->arrival_ns = e.arrival_ns;
         return 1;
     }
     return 0;
@@ -471,7 +465,7 @@ int UTLS_BIO_segment_push(BIO *b, uint64_t offset, const void *data, size_t len)
 {
     seg_ctx *c = seg_of(b);
 
-    return c != NULL && seg_push(c, offset, data, len, utls_now_ns());
+    return c != NULL && seg_push(c, offset, data, len, 0);
 }
 
 int UTLS_BIO_segment_push_eof(BIO *b, uint64_t offset)
@@ -578,7 +572,7 @@ static int utcp_pump(BIO *b, seg_ctx *c)
         return 1;
     }
     ERR_set_mark();
-    if (!seg_push(c, off, c->unit + 5, (size_t)n - 5, utls_now_ns()))
+    if (!seg_push(c, off, c->unit + 5, (size_t)n - 5, 0))
         ERR_pop_to_mark(); /* outside the window: like TCP, drop it */
     else
         ERR_clear_last_mark();

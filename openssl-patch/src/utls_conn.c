@@ -161,6 +161,8 @@ void utls_ooo_reset(utls_conn *c)
     c->scan = NULL;
     c->pred = NULL;
     c->gen_ready = 0;
+    c->num_idle_anchors = 0;
+    c->stores_stale = 0;
 }
 
 void utls_conn_free(utls_conn *c)

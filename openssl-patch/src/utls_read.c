@@ -321,6 +321,30 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
 
 /* --- Past a hole: scan, predict, probe ----------------------------------- */
 
+/* utls_ooo_idle: nothing is held or pending past a hole. */
+static int utls_ooo_idle(const utls_conn *c)
+{
+    return utls_reasm_num_fragments(c->reasm) == 0 && c->num_failed == 0
+        && utls_scan_num_pending(c->scan) == 0;
+}
+
+/* utls_ooo_sync brings the stores up to the in-order point and adds the
+ * in-order records noted while idle as anchors. */
+static void utls_ooo_sync(utls_conn *c)
+{
+    int i;
+
+    if (!c->stores_stale)
+        return;
+    utls_reasm_advance(c->reasm, c->next_offset);
+    utls_scan_advance(c->scan, c->next_offset);
+    for (i = 2 - c->num_idle_anchors; i < 2; i++)
+        utls_seqpred_add_anchor(c->pred, &c->idle_anchor[i]);
+    utls_seqpred_advance(c->pred, c->next_offset);
+    c->num_idle_anchors = 0;
+    c->stores_stale = 0;
+}
+
 /*
  * utls_verify_candidate runs the full check of the record at |hit| as sequence
  * number |seq| of the current or next key and, if it verifies, records it
@@ -633,6 +657,7 @@ static void utls_pump(SSL *s, utls_conn *c)
         c->stats.fragments++;
         if (!ok)
             continue; /* drained: nothing can be delivered early */
+        utls_ooo_sync(c);
         /* The probe budget grows with the bytes received past a hole. */
         c->probe_budget += (double)f.len * (double)c->limits.max_probes_per_kib / 1024.0;
         if (c->probe_budget > UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64)
@@ -671,7 +696,7 @@ void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
     }
     c->cur_offset = c->next_offset;
     c->cur_wire_len = hdr + rr->length;
-    c->cur_arrival_ns = utls_now_ns();
+    c->cur_arrival_ns = 0; /* in order: the time it is read (UTLS_read_record) */
     c->cur_has_nonce = 0;
     if (rr->length >= 8 && rr->rec_version != SSL2_VERSION) {
         c->cur_has_nonce = 1;
@@ -695,15 +720,23 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
         if (utls_gen_setup(s, c)) {
             utls_seqpred_record a = {0};
 
-            utls_reasm_advance(c->reasm, c->next_offset);
-            utls_scan_advance(c->scan, c->next_offset);
-            utls_seqpred_advance(c->pred, c->next_offset);
             a.offset = c->cur_offset;
             a.seq = PRED_SEQ(seq);
             a.wire_len = c->cur_wire_len;
             a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
             a.explicit_nonce = c->cur_nonce;
-            utls_seqpred_add_anchor(c->pred, &a);
+            if (utls_ooo_idle(c)) {
+                /* The hot path: no hole, nothing to update but a note. */
+                c->idle_anchor[0] = c->idle_anchor[1];
+                c->idle_anchor[1] = a;
+                if (c->num_idle_anchors < 2)
+                    c->num_idle_anchors++;
+                c->stores_stale = 1;
+                utls_seqpred_observe(c->pred, a.wire_len);
+            } else {
+                utls_ooo_sync(c);
+                utls_seqpred_add_anchor(c->pred, &a);
+            }
         }
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
             && seqset_take(&c->ahead, seq)) {
@@ -758,8 +791,10 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
      */
     if (!utls_reasm_find_run(c->reasm, &run, c->cur_offset)
         || run.offset + run.len < c->cur_offset + c->cur_wire_len
-        || CRYPTO_memcmp(run.data + (c->cur_offset - run.offset),
-                         RECORD_LAYER_get_packet(&s->rlayer), c->cur_wire_len) != 0)
+        /* Ciphertext on both sides: public bytes, no need for constant time
+         * (CRYPTO_memcmp's byte loop would cost more than the decryption). */
+        || memcmp(run.data + (c->cur_offset - run.offset), RECORD_LAYER_get_packet(&s->rlayer),
+                  c->cur_wire_len) != 0)
         return 0;
     /* As if decrypted: the sequence number counts the record. */
     rseq = RECORD_LAYER_get_read_sequence(&s->rlayer);
@@ -902,10 +937,13 @@ int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read, UTLS_RECOR
     c->last_info_valid = 0;
     ret = SSL_read_ex(s, buf, len, out_read);
     if (ret > 0 && out_info != NULL) {
-        if (c->last_info_valid)
+        if (c->last_info_valid) {
             *out_info = c->last_info;
-        else
+            if (out_info->arrival_ns == 0)
+                out_info->arrival_ns = utls_now_ns(); /* in order: now */
+        } else {
             memset(out_info, 0, sizeof(*out_info)); /* mode off: no metadata */
+        }
     }
     return ret;
 }
