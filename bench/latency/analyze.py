@@ -1,0 +1,313 @@
+#!/usr/bin/python3
+"""Latency metrics of utls-stream runs, and the oracle from a receiver pcap.
+
+Library and command line. As a command:
+
+  analyze.py --rtt MS [--pcap FILE --port P] RECV_LOG [SEND_LOG]
+
+prints the metrics of one run as JSON.
+
+Definitions (all times CLOCK_MONOTONIC, host-wide, so sender and receiver
+clocks are the same clock):
+  latency      receive time - send time of a record (ms)
+  one_way      the path's configured one-way delay, RTT/2 (the testbed splits
+               the RTT half per direction)
+  delayed_gt_rtt  share of the records SENT whose latency exceeds
+               one_way + RTT; a record never delivered (DTLS) counts as delayed
+               in `delayed_or_lost`, not in `delayed_gt_rtt`, which is over the
+               records delivered (for TCP modes the two are equal: every record
+               is delivered)
+  latency_gt_rtt  share with latency > RTT (another reading of the paper's
+               "delayed by at least one full RTT"; reported, not the target)
+  p50/p95/p99  percentiles of the latency of delivered records (ms)
+  oracle       each record delivered the moment its last byte reached the
+               receiving host: the first time every byte of the record had been
+               seen on the receiver's interface, from a tcpdump capture of the
+               same run (kernel receive timestamps, AF_PACKET, before TCP's
+               reordering queue: the same vantage point as the tap, but
+               measured independently of the library under test)
+"""
+import json
+import math
+import struct
+import sys
+
+
+def load_jsonl(path):
+    start, end, recs, hs = None, None, [], None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                o = json.loads(line)
+            except ValueError:
+                continue
+            ev = o.get("event")
+            if ev == "start":
+                start = o
+            elif ev == "end":
+                end = o
+            elif ev == "handshake":
+                hs = o
+            else:
+                recs.append(o)
+    return start, end, hs, recs
+
+
+def percentile(sorted_vals, q):
+    """Nearest-rank-with-interpolation percentile (numpy's default 'linear')."""
+    if not sorted_vals:
+        return None
+    if len(sorted_vals) == 1:
+        return sorted_vals[0]
+    pos = (len(sorted_vals) - 1) * q / 100.0
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def metrics(latencies_ms, count, rtt_ms, one_way_ms=None, extra=None):
+    """latencies_ms: {index: latency} of delivered records; count: records sent."""
+    if one_way_ms is None:
+        one_way_ms = rtt_ms / 2.0
+    thr = one_way_ms + rtt_ms
+    vals = sorted(latencies_ms.values())
+    n = len(vals)
+    delayed = sum(1 for v in vals if v > thr)
+    # Another reading of the paper's "delayed by at least one full RTT":
+    # latency above one RTT (that is, half an RTT beyond the one-way delay).
+    over_rtt = sum(1 for v in vals if v > rtt_ms)
+    lost = count - n
+    out = {
+        "delayed_gt_rtt": round(delayed / n, 6) if n else None,
+        "latency_gt_rtt": round(over_rtt / n, 6) if n else None,
+        "p50_ms": round(percentile(vals, 50), 3) if n else None,
+        "p95_ms": round(percentile(vals, 95), 3) if n else None,
+        "p99_ms": round(percentile(vals, 99), 3) if n else None,
+        "min_ms": round(vals[0], 3) if n else None,
+        "max_ms": round(vals[-1], 3) if n else None,
+        "mean_ms": round(sum(vals) / n, 3) if n else None,
+        "records_sent": count,
+        "records_delivered": n,
+        "lost": round(lost / count, 6) if count else None,
+        "delayed_or_lost": round((delayed + lost) / count, 6) if count else None,
+        "threshold_ms": thr,
+    }
+    if extra:
+        out.update(extra)
+    return out
+
+
+def run_latencies(recv_log):
+    """{index: latency_ms}, start line, end line, and the raw records."""
+    start, end, _, recs = load_jsonl(recv_log)
+    lat = {}
+    for r in recs:
+        if r.get("ok") == 1:
+            lat[r["i"]] = (r["recv_ns"] - r["send_ns"]) / 1e6
+    return lat, start, end, recs
+
+
+# --- pcap ---------------------------------------------------------------
+
+def read_pcap(path):
+    """Yields (t_ns_realtime, frame bytes, original length) of a pcap file."""
+    with open(path, "rb") as f:
+        gh = f.read(24)
+        if len(gh) < 24:
+            return
+        magic = struct.unpack("<I", gh[:4])[0]
+        if magic == 0xa1b2c3d4:
+            endian, nano = "<", False
+        elif magic == 0xa1b23c4d:
+            endian, nano = "<", True
+        elif magic == 0xd4c3b2a1:
+            endian, nano = ">", False
+        elif magic == 0x4d3cb2a1:
+            endian, nano = ">", True
+        else:
+            raise ValueError("%s: not a pcap file (pcapng is not supported)" % path)
+        linktype = struct.unpack(endian + "I", gh[20:24])[0]
+        while True:
+            h = f.read(16)
+            if len(h) < 16:
+                return
+            sec, frac, incl, orig = struct.unpack(endian + "IIII", h)
+            data = f.read(incl)
+            if len(data) < incl:
+                return
+            t = sec * 1000000000 + (frac if nano else frac * 1000)
+            yield t, linktype, data
+
+
+def tcp_segments(pcap_path, port):
+    """Data segments toward |port|: (t_ns_realtime, seq, payload_len, flags),
+    and the ISN of the SYN toward |port| (the last one seen)."""
+    segs, isn = [], None
+    for t, lt, d in read_pcap(pcap_path):
+        if lt == 1:          # Ethernet
+            if len(d) < 14:
+                continue
+            et = struct.unpack("!H", d[12:14])[0]
+            off = 14
+            if et == 0x8100 and len(d) >= 18:
+                et = struct.unpack("!H", d[16:18])[0]
+                off = 18
+        elif lt == 113:      # Linux cooked (any)
+            et = struct.unpack("!H", d[14:16])[0]
+            off = 16
+        elif lt in (12, 101):  # raw IP
+            et = 0x0800 if (d[0] >> 4) == 4 else 0x86dd
+            off = 0
+        else:
+            continue
+        if et == 0x0800:
+            if len(d) < off + 20 or d[off + 9] != 6:
+                continue
+            ihl = (d[off] & 15) * 4
+            tot = struct.unpack("!H", d[off + 2:off + 4])[0]
+            tcp = off + ihl
+            ip_payload = tot - ihl
+        elif et == 0x86dd:
+            if len(d) < off + 40 or d[off + 6] != 6:
+                continue
+            ip_payload = struct.unpack("!H", d[off + 4:off + 6])[0]
+            tcp = off + 40
+        else:
+            continue
+        if len(d) < tcp + 20:
+            continue
+        dport = struct.unpack("!H", d[tcp + 2:tcp + 4])[0]
+        if dport != port:
+            continue
+        seq = struct.unpack("!I", d[tcp + 4:tcp + 8])[0]
+        doff = (d[tcp + 12] >> 4) * 4
+        flags = d[tcp + 13]
+        plen = ip_payload - doff
+        if flags & 0x02 and not flags & 0x10:    # SYN
+            isn = seq
+            segs = []        # a new connection: forget older ones
+            continue
+        if plen > 0:
+            segs.append((t, seq, plen))
+    return segs, isn
+
+
+def oracle_from_pcap(pcap_path, port, offsets, wire_len, real_minus_mono_ns):
+    """{index: CLOCK_MONOTONIC ns at which the record's last byte was first
+    seen}. offsets: {index: stream offset of the record's header}."""
+    segs, isn = tcp_segments(pcap_path, port)
+    if isn is None:
+        raise ValueError("%s: no SYN toward port %d" % (pcap_path, port))
+    # Records sorted by offset, for a bisection per segment.
+    order = sorted(offsets.items(), key=lambda kv: kv[1])
+    starts = [o for _, o in order]
+    import bisect
+    covered = {i: [] for i in offsets}   # merged [a, b) intervals, record-relative
+    done = {}
+    end_hint = 0
+    for t, seq, plen in segs:
+        rel = (seq - isn - 1) & 0xffffffff
+        # Widen around the furthest offset seen (streams here stay < 4 GiB).
+        off = rel + (end_hint & ~0xffffffff)
+        if off + (1 << 31) < end_hint:
+            off += 1 << 32
+        end_hint = max(end_hint, off + plen)
+        a, b = off, off + plen
+        k = bisect.bisect_right(starts, a) - 1
+        if k < 0:
+            k = 0
+        while k < len(order) and starts[k] < b:
+            idx, ro = order[k]
+            k += 1
+            if idx in done or ro + wire_len <= a:
+                continue
+            lo, hi = max(a, ro) - ro, min(b, ro + wire_len) - ro
+            iv = covered[idx]
+            iv.append((lo, hi))
+            iv.sort()
+            merged = []
+            for x, y in iv:
+                if merged and x <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], y))
+                else:
+                    merged.append((x, y))
+            covered[idx] = merged
+            if len(merged) == 1 and merged[0] == (0, wire_len):
+                done[idx] = t - real_minus_mono_ns
+    return done
+
+
+def record_offsets(recv_recs, send_hs, count, size, wire_len):
+    """Stream offset of every record: from the uTLS receiver's log when it has
+    them, else from the sender's handshake byte count (one record per write)."""
+    offs = {}
+    for r in recv_recs:
+        if r.get("ok") == 1 and "offset" in r:
+            offs[r["i"]] = r["offset"]
+    if len(offs) == count:
+        return offs
+    if send_hs is None:
+        raise ValueError("no offsets: need the utls receiver log or the sender log")
+    base = send_hs["first_app_offset"]
+    return {i: base + i * wire_len for i in range(count)}
+
+
+def analyze_run(recv_log, rtt_ms, send_log=None, pcap=None, port=None, wire_overhead=22):
+    lat, start, end, recs = run_latencies(recv_log)
+    count = start["count"]
+    size = start["size"]
+    extra = {"out_of_order": sum(1 for r in recs if r.get("ooo") == 1 and r.get("ok") == 1),
+             "duplicates": end.get("duplicates") if end else None,
+             "bad": end.get("bad") if end else None}
+    res = {"run": metrics(lat, count, rtt_ms, extra=extra)}
+    if end and "utls" in end:
+        res["run"]["utls_stats"] = end["utls"]
+    if end and "tap" in end:
+        res["run"]["tap_stats"] = end["tap"]
+    # The tap's own view: arrival_ns of each record (out-of-order records: the
+    # kernel timestamp of the segment that completed it; in-order records: when
+    # the library read them from the socket).
+    tap = {r["i"]: (r["arrival_ns"] - r["send_ns"]) / 1e6 for r in recs
+           if r.get("ok") == 1 and "arrival_ns" in r}
+    if tap:
+        res["tap_arrival"] = metrics(tap, count, rtt_ms)
+    res["latencies"] = lat
+    if pcap:
+        send_hs = load_jsonl(send_log)[2] if send_log else None
+        wire_len = size + wire_overhead
+        offs = record_offsets(recs, send_hs, count, size, wire_len)
+        if any(r.get("wire_len") not in (None, wire_len) for r in recs):
+            raise ValueError("wire length differs from size + %d" % wire_overhead)
+        comp = oracle_from_pcap(pcap, port, offs, wire_len, start["real_minus_mono_ns"])
+        send_ns = {r["i"]: r["send_ns"] for r in recs if r.get("ok") == 1}
+        if send_log:
+            for r in load_jsonl(send_log)[3]:
+                send_ns.setdefault(r["i"], r["send_ns"])
+        olat = {i: (t - send_ns[i]) / 1e6 for i, t in comp.items() if i in send_ns}
+        res["oracle"] = metrics(olat, count, rtt_ms,
+                                extra={"source": "pcap", "records_complete_in_pcap": len(comp)})
+        res["oracle_latencies"] = olat
+    return res
+
+
+def main(argv):
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rtt", type=float, required=True)
+    ap.add_argument("--pcap")
+    ap.add_argument("--port", type=int, default=4433)
+    ap.add_argument("recv_log")
+    ap.add_argument("send_log", nargs="?")
+    a = ap.parse_args(argv)
+    r = analyze_run(a.recv_log, a.rtt, a.send_log, a.pcap, a.port)
+    r.pop("latencies", None)
+    r.pop("oracle_latencies", None)
+    json.dump(r, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

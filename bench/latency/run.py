@@ -1,0 +1,522 @@
+#!/usr/bin/python3
+"""bench/latency: Minion's streaming experiment on the namespace testbed.
+
+A sender writes one record every T ms over a path with a given RTT and loss;
+the receiver logs when each record is delivered. Three modes run side by side,
+each on a testbed of its own (tools/testbed --prefix), with the same loss seed:
+
+  tls   stock OpenSSL (the system libssl), in-order SSL_read
+  utls  the uTLS fork, SSL_MODE_UNORDERED through the tap (UTLS_tap_listen)
+  dtls  OpenSSL DTLS 1.2 over UDP, one datagram per record (lost ones are lost)
+
+plus the oracle: each record delivered the moment its last byte reached the
+receiving host, from a tcpdump capture taken on the receiver of the utls run
+(see analyze.py). Writes OUT/latency.json, OUT/latency_cdf.png and sweep plots,
+and keeps every per-record log under OUT/latency/.
+
+Usage (as root; `make bench` runs it through the bench_latency target):
+  run.py --build BUILD [--out DIR] [--quick] [--no-sweeps] [--only-headline]
+Progress goes to stderr.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import analyze  # noqa: E402
+
+PORT = 4433
+MODES = ("tls", "utls", "dtls")
+# TLS 1.3 AES-GCM: 5-byte header + 1 content-type byte + 16-byte tag.
+TLS13_OVERHEAD = 22
+# Loss recovery of the paper's era (Linux 2.6.34): no RACK, no TLP.
+CLASSIC = ("net.ipv4.tcp_recovery=0", "net.ipv4.tcp_early_retrans=0")
+
+_live = []            # processes to stop on exit
+_testbeds = set()     # prefixes brought up
+_lock = threading.Lock()
+
+
+def log(msg):
+    sys.stderr.write("bench/latency: %s\n" % msg)
+    sys.stderr.flush()
+
+
+class Setup:
+    def __init__(self, build, out, prefix, bindir=None):
+        self.build = os.path.abspath(build)
+        self.src = os.path.dirname(os.path.dirname(HERE))
+        self.testbed = os.path.join(self.src, "tools", "testbed", "testbed")
+        bindir = bindir or os.path.join(self.build, "examples", "utls-stream")
+        self.fork_bin = os.path.join(bindir, "utls-stream")
+        self.stock_bin = os.path.join(bindir, "utls-stream-stock")
+        self.out = os.path.abspath(out)
+        self.prefix = prefix
+        for b in (self.fork_bin, self.stock_bin, self.testbed):
+            if not os.access(b, os.X_OK):
+                raise SystemExit("bench/latency: %s is missing (build first)" % b)
+        self.tcpdump = shutil.which("tcpdump")
+
+    def tb(self, prefix, *args, check=True, quiet=True):
+        cmd = [self.testbed, "--prefix", prefix] + (["-q"] if quiet else []) + list(args)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError("testbed %s failed: %s" % (" ".join(args), r.stderr.strip()))
+        return r
+
+    def tb_exec(self, prefix, where):
+        return [self.testbed, "--prefix", prefix, "exec", where, "--"]
+
+
+def spawn(cmd, **kw):
+    p = subprocess.Popen(cmd, **kw)
+    with _lock:
+        _live.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGTERM, wait=5):
+    if p.poll() is None:
+        try:
+            p.send_signal(sig)
+            p.wait(wait)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    with _lock:
+        if p in _live:
+            _live.remove(p)
+
+
+def cleanup(setup):
+    with _lock:
+        procs = list(_live)
+    for p in procs:
+        stop(p, signal.SIGKILL, 2)
+    for prefix in sorted(_testbeds):
+        setup.tb(prefix, "down", check=False)
+    _testbeds.clear()
+
+
+def start_capture(setup, prefix, path):
+    if setup.tcpdump is None:
+        return None
+    p = spawn(setup.tb_exec(prefix, "receiver")
+              + [setup.tcpdump, "-i", "eth0", "--immediate-mode", "-n", "-s", "128",
+                 "--time-stamp-precision=nano", "-w", path, "tcp", "port", str(PORT)],
+              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # tcpdump says "listening on" once the capture is open.
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        if "listening on" in line:
+            threading.Thread(target=p.stderr.read, daemon=True).start()
+            return p
+        if not line and p.poll() is not None:
+            break
+    stop(p)
+    raise RuntimeError("tcpdump did not start in %s" % prefix)
+
+
+def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
+    """One stream through testbed |prefix|. Returns the analysis dict."""
+    count, interval, size = cfg["count"], cfg["interval_ms"], cfg["size"]
+    rtt = cfg["rtt_ms"]
+    binary = setup.fork_bin if mode == "utls" else setup.stock_bin
+    require = "fork" if mode == "utls" else "stock"
+    recv_log = os.path.join(rundir, "%s.recv.jsonl" % mode)
+    send_log = os.path.join(rundir, "%s.send.jsonl" % mode)
+    ready = os.path.join(rundir, "%s.ready" % mode)
+    pcap = os.path.join(rundir, "%s.pcap" % mode)
+    if os.path.exists(ready):
+        os.unlink(ready)
+    limit = str(int(count * interval / 1000 + 120))
+    cap = start_capture(setup, prefix, pcap) if capture and mode != "dtls" else None
+    addr = "%s:%d" % (setup.tb(prefix, "addr", "receiver").stdout.strip(), PORT)
+    common = ["--mode", mode, "--count", str(count), "--size", str(size), "--require", require,
+              "--timeout", limit, "--quiet"]
+    env = dict(os.environ)
+    if keylog and mode == "utls":
+        env["SSLKEYLOGFILE"] = keylog  # the fork honours it: the pcap can be decrypted
+    recv = spawn(setup.tb_exec(prefix, "receiver")
+                 + [binary, "recv", "--listen", addr, "--out", recv_log, "--ready", ready,
+                    "--idle-ms", str(int(max(3000, 4 * rtt)))] + common, env=env)
+    deadline = time.time() + 10
+    while not os.path.exists(ready):
+        if recv.poll() is not None or time.time() > deadline:
+            raise RuntimeError("%s receiver did not start (exit %s)" % (mode, recv.poll()))
+        time.sleep(0.02)
+    send = spawn(setup.tb_exec(prefix, "sender")
+                 + [binary, "send", "--connect", addr, "--out", send_log,
+                    "--interval", str(interval)]
+                 + (["--cc", cfg["sender_cc"]] if cfg.get("sender_cc") and mode != "dtls" else [])
+                 + common)
+    rrc = recv.wait()
+    src = send.wait()
+    with _lock:
+        for p in (recv, send):
+            if p in _live:
+                _live.remove(p)
+    if cap is not None:
+        time.sleep(0.2)
+        stop(cap, signal.SIGINT)
+    if src != 0:
+        raise RuntimeError("%s sender failed (exit %d), see %s" % (mode, src, send_log))
+    if rrc != 0 and mode != "dtls":
+        log("warning: %s receiver exit %d (missing/duplicate/bad records), see %s"
+            % (mode, rrc, recv_log))
+    res = analyze.analyze_run(recv_log, rtt, send_log,
+                              pcap if cap is not None else None, PORT, TLS13_OVERHEAD)
+    res["exit"] = rrc
+    return res
+
+
+def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls"), progress=True, keylog=None,
+              sender_sysctls=()):
+    """All modes of one configuration in parallel, each on its own testbed."""
+    rundir = os.path.join(setup.out, "latency", name)
+    os.makedirs(rundir, exist_ok=True)
+    results, errors = {}, {}
+    prefixes = {}
+    for k, mode in enumerate(modes):
+        prefix = "%s%d" % (setup.prefix, k)
+        args = ["up", "--rtt", str(cfg["rtt_ms"]), "--loss", str(cfg["loss_pct"]),
+                "--seed", str(cfg["seed"])]
+        _testbeds.add(prefix)
+        setup.tb(prefix, *args)
+        for kv in sender_sysctls:
+            r = subprocess.run(setup.tb_exec(prefix, "sender") + ["sysctl", "-qw", kv])
+            if r.returncode != 0:
+                raise RuntimeError("sysctl %s in the sender namespace failed" % kv)
+        prefixes[mode] = prefix
+
+    def worker(mode):
+        try:
+            results[mode] = run_mode(setup, prefixes[mode], mode, cfg, rundir, mode in capture,
+                                     keylog)
+        except Exception as e:  # reported below
+            errors[mode] = e
+
+    secs = cfg["count"] * cfg["interval_ms"] / 1000.0
+    log("%s: %s, %d records of %d bytes every %g ms, RTT %g ms, loss %g%% (seed %d), ~%.0f s"
+        % (name, "+".join(modes), cfg["count"], cfg["size"], cfg["interval_ms"], cfg["rtt_ms"],
+           cfg["loss_pct"], cfg["seed"], secs + 2))
+    threads = [threading.Thread(target=worker, args=(m,)) for m in modes]
+    for t in threads:
+        t.start()
+    t0 = time.time()
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.5)
+        if progress and time.time() - t0 >= 10:
+            t0 = time.time()
+            got = []
+            for m in modes:
+                path = os.path.join(rundir, "%s.recv.jsonl" % m)
+                n = 0
+                if os.path.exists(path):
+                    with open(path) as f:
+                        n = sum(1 for _ in f) - 1
+                got.append("%s %d" % (m, max(n, 0)))
+            log("%s: %s of %d records" % (name, ", ".join(got), cfg["count"]))
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError("; ".join("%s: %s" % kv for kv in errors.items()))
+    return results
+
+
+def summarize(cfg, results):
+    """The JSON block of one configuration: tls, utls, dtls, oracle."""
+    out = {"config": cfg}
+    for mode, res in results.items():
+        out[mode] = res["run"]
+        if "tap_arrival" in res:
+            out[mode]["tap_arrival"] = {k: res["tap_arrival"][k]
+                                        for k in ("delayed_gt_rtt", "p50_ms", "p95_ms", "p99_ms")}
+    if "utls" in results and "oracle" in results["utls"]:
+        out["oracle"] = results["utls"]["oracle"]
+        out["oracle"]["run"] = "utls"
+    for mode in ("tls",):
+        if mode in results and "oracle" in results[mode]:
+            o = results[mode]["oracle"]
+            out[mode]["oracle_same_run"] = {k: o[k] for k in ("delayed_gt_rtt", "p50_ms", "p95_ms",
+                                                               "p99_ms")}
+    return out
+
+
+def cdf_plot(results, path, title, rtt):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 5))
+    series = [("tls", "TLS (stock OpenSSL, in order)", "tab:red", "-"),
+              ("utls", "uTLS (SSL_MODE_UNORDERED + tap)", "tab:blue", "-"),
+              ("dtls", "DTLS over UDP (lost = never)", "tab:green", "--"),
+              ("oracle", "oracle (last byte reached host)", "black", ":")]
+    for key, label, color, ls in series:
+        if key == "oracle":
+            lat = results.get("utls", {}).get("oracle_latencies")
+            count = results.get("utls", {}).get("run", {}).get("records_sent")
+        else:
+            lat = results.get(key, {}).get("latencies")
+            count = results.get(key, {}).get("run", {}).get("records_sent")
+        if not lat:
+            continue
+        vals = sorted(lat.values())
+        n = count or len(vals)
+        ys = [(i + 1) / n for i in range(len(vals))]
+        ax.step(vals, ys, where="post", label=label, color=color, linestyle=ls)
+    ax.axvline(rtt / 2 + rtt, color="grey", linewidth=0.8)
+    ax.text(rtt / 2 + rtt, 0.02, " one-way + RTT", color="grey", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("delivery latency (ms, send to read return)")
+    ax.set_ylabel("fraction of records sent")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def sweep_plot(points, xkey, xlabel, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    xs = [p["config"][xkey] for p in points]
+    for key, color, ls in (("tls", "tab:red", "-"), ("utls", "tab:blue", "-"),
+                           ("dtls", "tab:green", "--"), ("oracle", "black", ":")):
+        ys = [p.get(key, {}).get("delayed_gt_rtt") for p in points]
+        p99 = [p.get(key, {}).get("p99_ms") for p in points]
+        if all(y is None for y in ys):
+            continue
+        axes[0].plot(xs, [y if y is not None else float("nan") for y in ys], marker="o",
+                     color=color, linestyle=ls, label=key)
+        axes[1].plot(xs, [y if y is not None else float("nan") for y in p99], marker="o",
+                     color=color, linestyle=ls, label=key)
+    axes[0].set_ylabel("share of records delayed > one-way + RTT")
+    axes[1].set_ylabel("p99 delivery latency (ms)")
+    for ax in axes:
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def table(doc):
+    """The side-by-side table of one configuration, as text."""
+    rows = ["%-7s %11s %12s %8s %8s %8s %13s" % ("mode", "delivered", "delayed>RTT", "p50 ms",
+                                                  "p95 ms", "p99 ms", "out-of-order")]
+    names = {"tls": "tls", "utls": "utls", "dtls": "dtls", "oracle": "oracle"}
+    for key in ("tls", "utls", "dtls", "oracle"):
+        m = doc.get(key)
+        if not m:
+            continue
+        ooo = m.get("out_of_order")
+        rows.append("%-7s %11s %11.1f%% %8.1f %8.1f %8.1f %13s" % (
+            names[key], "%d/%d" % (m["records_delivered"], m["records_sent"]),
+            100 * m["delayed_gt_rtt"], m["p50_ms"], m["p95_ms"], m["p99_ms"],
+            "-" if ooo is None else str(ooo)))
+    return "\n".join(rows)
+
+
+def strip(results):
+    return {m: {k: v for k, v in r.items() if k not in ("latencies", "oracle_latencies")}
+            for m, r in results.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", help="default BUILD/bench")
+    ap.add_argument("--bin-dir", help="utls-stream binaries (default BUILD/examples/utls-stream)")
+    ap.add_argument("--prefix", default="ulat", help="testbed prefix (PREFIX0..2)")
+    ap.add_argument("--count", type=int, default=3000)
+    ap.add_argument("--interval", type=float, default=20.0)
+    ap.add_argument("--size", type=int, default=1426,
+                    help="plaintext bytes per record (1426: a 1448-byte TLS record, one MSS)")
+    ap.add_argument("--rtt", type=float, default=100.0)
+    ap.add_argument("--loss", type=float, default=2.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cc", default="bbr",
+                    help="the sender's TCP congestion control (TCP_CONGESTION; default bbr). "
+                         "With cubic, 2%% random loss keeps an application-limited flow's cwnd "
+                         "below the 5 records in flight that 100 ms at 20 ms need, and records "
+                         "queue in the sender: the oracle itself is then late (variant 'cubic')")
+    ap.add_argument("--sweep-count", type=int, default=1000)
+    ap.add_argument("--sweep-loss", default="0,1,2,3,5")
+    ap.add_argument("--sweep-rtt", default="20,50,100,200")
+    ap.add_argument("--no-sweeps", action="store_true")
+    ap.add_argument("--no-classic", dest="classic_recovery", action="store_false",
+                    help="skip the variant with the sender's TCP in 3-dupack loss recovery")
+    ap.add_argument("--no-cubic", dest="cubic_variant", action="store_false",
+                    help="skip the variant with the sender's TCP in cubic")
+    ap.add_argument("--no-variant", action="store_true",
+                    help="skip the 1448-byte-plaintext variant (two segments per record)")
+    ap.add_argument("--quick", action="store_true", help="short runs (a smoke test)")
+    ap.add_argument("--demo", metavar="DIR",
+                    help="make demo: one short run of the three modes, a table, the CDF plot, "
+                         "a pcap and key log of the uTLS run, all in DIR")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("bench/latency: needs root (network namespaces, the tap, tcpdump)")
+    if a.demo:
+        a.out = a.demo
+    setup = Setup(a.build, a.out or os.path.join(a.build, "bench"), a.prefix, a.bin_dir)
+    if a.quick:
+        a.count, a.sweep_count, a.sweep_loss, a.sweep_rtt = 300, 200, "0,2,5", "20,100"
+        a.classic_recovery = a.cubic_variant = False
+    os.makedirs(setup.out, exist_ok=True)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_signal)
+    t_start = time.time()
+    doc = {}
+    if a.demo:
+        return demo(setup, a, t_start)
+    try:
+        cfg = {"count": a.count, "interval_ms": a.interval, "size": a.size,
+               "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt,
+               "loss_pct": a.loss, "loss_dir": "fwd (sender to receiver; ACKs unharmed)",
+               "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+        res = run_point(setup, cfg, "headline")
+        doc = summarize(cfg, res)
+        doc["targets"] = {
+            "tls.delayed_gt_rtt >= 0.08": doc["tls"]["delayed_gt_rtt"] >= 0.08,
+            "utls.delayed_gt_rtt <= 0.03": doc["utls"]["delayed_gt_rtt"] <= 0.03,
+            "|utls - oracle| <= 0.005": abs(doc["utls"]["delayed_gt_rtt"]
+                                            - doc["oracle"]["delayed_gt_rtt"]) <= 0.005,
+        }
+        cdf_plot(res, os.path.join(setup.out, "latency_cdf.png"),
+                 "%d records of %d B (%d B on the wire) every %g ms, RTT %g ms, %g%% loss"
+                 % (a.count, a.size, a.size + TLS13_OVERHEAD, a.interval, a.rtt, a.loss), a.rtt)
+        with open(os.path.join(setup.out, "latency", "headline", "results.json"), "w") as f:
+            json.dump(strip(res), f, indent=1)
+        log("headline: delayed>RTT tls %.4f utls %.4f dtls %.4f oracle %.4f"
+            % (doc["tls"]["delayed_gt_rtt"], doc["utls"]["delayed_gt_rtt"],
+               doc["dtls"]["delayed_gt_rtt"], doc["oracle"]["delayed_gt_rtt"]))
+
+        if not a.no_variant:
+            vcfg = dict(cfg, size=1448, wire_record_bytes=1448 + TLS13_OVERHEAD)
+            vres = run_point(setup, vcfg, "plaintext_1448")
+            doc["variants"] = {"plaintext_1448": summarize(vcfg, vres)}
+            doc["variants"]["plaintext_1448"]["note"] = (
+                "1448 plaintext bytes make a 1470-byte TLS record: two TCP segments per "
+                "record (1448 + 22 bytes), so about twice as many records are hit by a loss")
+            cdf_plot(vres, os.path.join(setup.out, "latency_cdf_plaintext1448.png"),
+                     "%d records of 1448 B (1470 B on the wire) every %g ms, RTT %g ms, %g%% loss"
+                     % (a.count, a.interval, a.rtt, a.loss), a.rtt)
+
+        if a.classic_recovery:
+            ccfg = dict(cfg, sender_sysctls=CLASSIC)
+            cres = run_point(setup, ccfg, "classic_recovery", sender_sysctls=CLASSIC)
+            doc.setdefault("variants", {})["classic_recovery"] = summarize(ccfg, cres)
+            doc["variants"]["classic_recovery"]["note"] = (
+                "the sender's TCP without RACK-TLP (net.ipv4.tcp_recovery=0, "
+                "tcp_early_retrans=0, in the sender namespace only): loss detection by three "
+                "duplicate ACKs, as in the Linux 2.6.34 of the Minion paper")
+
+        if a.cubic_variant and a.cc != "cubic":
+            kcfg = dict(cfg, sender_cc="cubic")
+            kres = run_point(setup, kcfg, "cubic")
+            doc.setdefault("variants", {})["cubic"] = summarize(kcfg, kres)
+            doc["variants"]["cubic"]["note"] = (
+                "the sender's TCP with cubic instead of bbr: cwnd reductions at 2% loss make "
+                "the sender queue records, which delays them for every mode, the oracle included")
+
+        if not a.no_sweeps:
+            doc["sweeps"] = {"loss": [], "rtt": []}
+            for loss in [float(x) for x in a.sweep_loss.split(",")]:
+                scfg = dict(cfg, count=a.sweep_count, loss_pct=loss)
+                sres = run_point(setup, scfg, "sweep_loss_%g" % loss)
+                doc["sweeps"]["loss"].append(summarize(scfg, sres))
+            for rtt in [float(x) for x in a.sweep_rtt.split(",")]:
+                scfg = dict(cfg, count=a.sweep_count, rtt_ms=rtt, one_way_ms=rtt / 2)
+                sres = run_point(setup, scfg, "sweep_rtt_%g" % rtt)
+                doc["sweeps"]["rtt"].append(summarize(scfg, sres))
+            sweep_plot(doc["sweeps"]["loss"], "loss_pct", "loss (%)",
+                       os.path.join(setup.out, "latency_sweep_loss.png"),
+                       "RTT %g ms, %d records every %g ms" % (a.rtt, a.sweep_count, a.interval))
+            sweep_plot(doc["sweeps"]["rtt"], "rtt_ms", "RTT (ms)",
+                       os.path.join(setup.out, "latency_sweep_rtt.png"),
+                       "%g%% loss, %d records every %g ms" % (a.loss, a.sweep_count, a.interval))
+    except KeyboardInterrupt:
+        log("interrupted")
+        cleanup(setup)
+        return 130
+    finally:
+        cleanup(setup)
+    doc["elapsed_s"] = round(time.time() - t_start, 1)
+    path = os.path.join(setup.out, "latency.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    log("wrote %s, plots %s/latency_*.png (%.0f s)" % (path, setup.out, doc["elapsed_s"]))
+    print(json.dumps({k: doc[k] for k in ("tls", "utls", "dtls", "oracle", "targets")}, indent=1))
+    return 0
+
+
+def demo(setup, a, t_start):
+    cfg = {"count": a.count, "interval_ms": a.interval, "size": a.size,
+           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": a.loss,
+           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+    keylog = os.path.join(setup.out, "utls.keys")
+    if os.path.exists(keylog):
+        os.unlink(keylog)
+    try:
+        res = run_point(setup, cfg, "demo", keylog=keylog)
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    finally:
+        cleanup(setup)
+    doc = summarize(cfg, res)
+    rundir = os.path.join(setup.out, "latency", "demo")
+    shutil.copyfile(os.path.join(rundir, "utls.pcap"), os.path.join(setup.out, "utls.pcap"))
+    plot = os.path.join(setup.out, "latency_cdf.png")
+    cdf_plot(res, plot, "%d records of %d B (%d B on the wire) every %g ms, RTT %g ms, %g%% loss"
+             % (a.count, a.size, a.size + TLS13_OVERHEAD, a.interval, a.rtt, a.loss), a.rtt)
+    doc["elapsed_s"] = round(time.time() - t_start, 1)
+    with open(os.path.join(setup.out, "demo.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    u = doc["utls"]
+    print()
+    print("%d records of %d bytes (one %d-byte TLS record = one TCP segment each), one every %g ms,"
+          % (a.count, a.size, a.size + TLS13_OVERHEAD, a.interval))
+    print("over %g ms RTT with %g%% random loss (seed %d, sender TCP: %s), in namespaces"
+          % (a.rtt, a.loss, a.seed, a.cc))
+    print("sender -> router -> receiver;")
+    print("the three modes ran at the same time, each on a testbed of its own.")
+    print()
+    print(table(doc))
+    print()
+    print("delayed>RTT: share of records that arrived more than one RTT later than the path's")
+    print("one-way delay (latency > %g ms). oracle: each record delivered the moment its last"
+          % (a.rtt * 1.5))
+    print("byte reached the receiver (from the capture of the uTLS run). dtls: lost datagrams")
+    print("are never delivered (p50..p99 over those delivered).")
+    print("uTLS delivered %d records out of order (%d trial decryptions, fallback: %s)."
+          % (u.get("out_of_order", 0), u.get("utls_stats", {}).get("probes", 0),
+             u.get("utls_stats", {}).get("fallback", "?")))
+    print()
+    print("CDF plot:        %s" % plot)
+    print("uTLS pcap:       %s  (receiver side, tcpdump --immediate-mode)" % os.path.join(setup.out, "utls.pcap"))
+    print("TLS key log:     %s  (tshark -r utls.pcap -o tls.keylog_file:utls.keys)" % keylog)
+    print("per-record logs: %s/" % rundir)
+    print("numbers:         %s" % os.path.join(setup.out, "demo.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

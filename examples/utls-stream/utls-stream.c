@@ -1,0 +1,835 @@
+/*
+ * utls-stream: a timed record stream over TLS, uTLS or DTLS, with a
+ * per-record delivery log. Minion's streaming experiment (N records of S
+ * bytes every T ms) as one program with two subcommands:
+ *
+ *   utls-stream recv --mode tls|utls|dtls --listen ADDR:PORT [options]
+ *   utls-stream send --mode tls|utls|dtls --connect ADDR:PORT [options]
+ *
+ * The sender is the TLS (or DTLS) client; it writes one record per SSL_write
+ * at fixed times (an absolute schedule: start + i*T) with Nagle off. S is the
+ * record's PLAINTEXT size: with TLS 1.3 AES-GCM a record carries 22 bytes more
+ * on the wire (5 header, 1 content type, 16 tag), with DTLS 1.2 AES-GCM 37.
+ * Every payload starts with the record's index and its send time
+ * (CLOCK_MONOTONIC, which is host-wide: network namespaces on one host share
+ * it, so the receiver's clock is the sender's) and is otherwise filled with a
+ * pattern derived from the index, which the receiver checks.
+ *
+ * The receiver is the server and writes one JSON line per record delivered:
+ *
+ *   {"i":17,"send_ns":...,"recv_ns":...,"ooo":1,"arrival_ns":...,"seq":17,
+ *    "offset":26054,"ok":1}
+ *
+ * recv_ns is when the read call returned the record (CLOCK_MONOTONIC). In
+ * utls mode ooo/arrival_ns/seq/offset come from UTLS_read_record's
+ * UTLS_RECORD_INFO; otherwise ooo is 0 and the others are absent. A first
+ * line ("event":"start") names the libssl actually mapped into the process
+ * (dladdr of SSL_read) and whether it is the uTLS fork; a last line
+ * ("event":"end") has the totals, the uTLS counters and the tap's counters.
+ *
+ * Modes:
+ *   tls   stock in-order TLS: SSL_read on a TCP socket. Build this program
+ *         without the fork (-DUTLS_STREAM_STOCK, linked with the system
+ *         libssl) to run it; --require stock checks at run time.
+ *   utls  the fork: the receiver opens a listener tap (UTLS_tap_listen)
+ *         before it accepts, reads through UTLS_BIO_new_tap with
+ *         SSL_MODE_UNORDERED, one record per UTLS_read_record. Needs
+ *         CAP_NET_RAW.
+ *   dtls  DTLS 1.2 over UDP: each record is one datagram; a lost datagram is
+ *         lost. The receiver stops at the peer's close_notify, after N
+ *         records, or after --idle-ms without data.
+ *
+ * Exit status: 0 when every record arrived exactly once and intact (dtls:
+ * none duplicated or corrupted), 1 otherwise, 2 on setup errors, 77 when
+ * utls mode cannot open the tap (no CAP_NET_RAW) and --skip-without-tap.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#ifndef UTLS_STREAM_STOCK
+# include <openssl/utls.h>
+#endif
+
+#define HDR_LEN 24
+#define MAGIC 0x6d727473u /* "strm" little-endian */
+#define MAX_PLAIN 16384
+
+enum mode { MODE_TLS, MODE_UTLS, MODE_DTLS };
+
+static struct {
+    enum mode mode;
+    const char *addr;
+    long count;
+    long size;
+    double interval_ms;
+    const char *out;
+    const char *ready;
+    const char *require;
+    long idle_ms;
+    long timeout_s;
+    int skip_without_tap;
+    int quiet;
+    const char *cc;
+} opt = {MODE_TLS, NULL, 1000, 1448, 20.0, NULL, NULL, NULL, 3000, 0, 0, 0, NULL};
+
+static FILE *logf_;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fprintf(stderr, "utls-stream: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    ERR_print_errors_fp(stderr);
+    exit(2);
+}
+
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (opt.quiet)
+        return;
+    va_start(ap, fmt);
+    fprintf(stderr, "utls-stream: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t real_minus_mono_ns(void)
+{
+    struct timespec r, m;
+
+    clock_gettime(CLOCK_REALTIME, &r);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000 + (r.tv_nsec - m.tv_nsec);
+}
+
+static const char *mode_name(enum mode m)
+{
+    return m == MODE_TLS ? "tls" : m == MODE_UTLS ? "utls" : "dtls";
+}
+
+/* --- Which libssl is this? ------------------------------------------------ */
+
+static const char *loaded_libssl(void)
+{
+    static char path[4096];
+    Dl_info di;
+
+    if (dladdr((void *)&SSL_read, &di) == 0 || di.dli_fname == NULL)
+        return "?";
+    if (realpath(di.dli_fname, path) == NULL)
+        snprintf(path, sizeof(path), "%s", di.dli_fname);
+    return path;
+}
+
+static int loaded_is_fork(void)
+{
+    return dlsym(RTLD_DEFAULT, "UTLS_version") != NULL;
+}
+
+static void check_library(void)
+{
+    int fork = loaded_is_fork();
+
+    if (opt.mode == MODE_UTLS && !fork)
+        die("utls mode needs the uTLS fork, but %s is loaded", loaded_libssl());
+#ifdef UTLS_STREAM_STOCK
+    if (fork)
+        die("this is the stock build, but the uTLS fork %s is loaded", loaded_libssl());
+#endif
+    if (opt.require != NULL) {
+        if (strcmp(opt.require, "fork") == 0 && !fork)
+            die("--require fork: %s is not the uTLS fork", loaded_libssl());
+        if (strcmp(opt.require, "stock") == 0 && fork)
+            die("--require stock: %s is the uTLS fork", loaded_libssl());
+    }
+}
+
+static void log_start(const char *role)
+{
+    fprintf(logf_,
+            "{\"event\":\"start\",\"role\":\"%s\",\"mode\":\"%s\",\"libssl\":\"%s\",\"fork\":%d,"
+            "\"openssl\":\"%s\",\"count\":%ld,\"size\":%ld,\"interval_ms\":%g,"
+            "\"real_minus_mono_ns\":%lld,\"pid\":%d}\n",
+            role, mode_name(opt.mode), loaded_libssl(), loaded_is_fork(),
+            OpenSSL_version(OPENSSL_VERSION), opt.count, opt.size, opt.interval_ms,
+            (long long)real_minus_mono_ns(), (int)getpid());
+    fflush(logf_);
+}
+
+/* --- Payload ---------------------------------------------------------------- */
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static unsigned char pattern(uint32_t idx, size_t j)
+{
+    return (unsigned char)(idx * 131u + j * 7u + (j >> 8));
+}
+
+static void fill_payload(unsigned char *p, size_t len, uint32_t idx, uint64_t send_ns)
+{
+    size_t j;
+
+    put32(p, MAGIC);
+    put32(p + 4, idx);
+    put64(p + 8, send_ns);
+    put32(p + 16, (uint32_t)len);
+    put32(p + 20, 0);
+    for (j = HDR_LEN; j < len; j++)
+        p[j] = pattern(idx, j);
+}
+
+/* Returns 1 if |p| is an intact record of this stream, with its index and time. */
+static int check_payload(const unsigned char *p, size_t len, uint32_t *idx, uint64_t *send_ns)
+{
+    size_t j;
+
+    if (len != (size_t)opt.size || len < HDR_LEN || get32(p) != MAGIC || get32(p + 16) != len)
+        return 0;
+    *idx = get32(p + 4);
+    *send_ns = get64(p + 8);
+    for (j = HDR_LEN; j < len; j++)
+        if (p[j] != pattern(*idx, j))
+            return 0;
+    return *idx < (uint64_t)opt.count;
+}
+
+/* --- Addresses and certificates -------------------------------------------- */
+
+static void parse_addr(const char *s, int socktype, struct sockaddr_storage *ss, socklen_t *sl)
+{
+    char host[256];
+    const char *colon = strrchr(s, ':');
+    struct addrinfo hints = {0}, *res;
+    int rc;
+
+    if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+        die("address %s: want HOST:PORT", s);
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = 0;
+    }
+    hints.ai_socktype = socktype;
+    hints.ai_flags = AI_NUMERICSERV;
+    if ((rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res)) != 0)
+        die("address %s: %s", s, gai_strerror(rc));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *sl = res->ai_addrlen;
+    freeaddrinfo(res);
+}
+
+static void make_cert(SSL_CTX *ctx)
+{
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+
+    if (key == NULL || x == NULL
+        || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
+        || X509_gmtime_adj(X509_getm_notBefore(x), -60) == NULL
+        || X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL
+        || !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                                       (const unsigned char *)"utls-stream", -1, -1, 0)
+        || !X509_set_issuer_name(x, X509_get_subject_name(x))
+        || !X509_set_pubkey(x, key) || !X509_sign(x, key, EVP_sha256())
+        || !SSL_CTX_use_certificate(ctx, x) || !SSL_CTX_use_PrivateKey(ctx, key))
+        die("cannot make a certificate");
+    X509_free(x);
+    EVP_PKEY_free(key);
+}
+
+/* Writes the port |fd| is bound to (useful with port 0) to the --ready file,
+ * atomically: the file appears complete or not at all. */
+static void touch_ready(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char tmp[4096];
+    FILE *f;
+    int port = 0;
+
+    if (opt.ready == NULL)
+        return;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", opt.ready);
+    if ((f = fopen(tmp, "w")) == NULL)
+        die("cannot write %s: %s", tmp, strerror(errno));
+    fprintf(f, "%d\n", port);
+    fclose(f);
+    if (rename(tmp, opt.ready) != 0)
+        die("cannot rename %s: %s", tmp, strerror(errno));
+}
+
+/* --- Receiver ---------------------------------------------------------------- */
+
+static unsigned char *seen;
+static long num_ok, num_dup, num_bad, num_ooo;
+
+static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns, const char *extra)
+{
+    uint32_t idx = 0;
+    uint64_t send_ns = 0;
+
+    if (!check_payload(p, len, &idx, &send_ns)) {
+        num_bad++;
+        fprintf(logf_, "{\"i\":-1,\"len\":%zu,\"recv_ns\":%llu,\"ok\":0}\n", len,
+                (unsigned long long)recv_ns);
+        return;
+    }
+    if (seen[idx]) {
+        num_dup++;
+        fprintf(logf_, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu,\"dup\":1,\"ok\":0}\n", idx,
+                (unsigned long long)send_ns, (unsigned long long)recv_ns);
+        return;
+    }
+    seen[idx] = 1;
+    num_ok++;
+    fprintf(logf_, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu%s,\"ok\":1}\n", idx,
+            (unsigned long long)send_ns, (unsigned long long)recv_ns, extra);
+    if (!opt.quiet && num_ok % 500 == 0)
+        note("recv %s: %ld records (%ld out of order)", mode_name(opt.mode), num_ok, num_ooo);
+}
+
+static int listen_socket(int type, struct sockaddr_storage *ss, socklen_t sl)
+{
+    int fd = socket(ss->ss_family, type, 0), one = 1;
+
+    if (fd < 0)
+        die("socket: %s", strerror(errno));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)ss, sl) != 0)
+        die("bind %s: %s", opt.addr, strerror(errno));
+    if (type == SOCK_STREAM && listen(fd, 4) != 0)
+        die("listen: %s", strerror(errno));
+    return fd;
+}
+
+static void log_end(SSL *ssl, BIO *tapbio, uint64_t first_ns, uint64_t last_ns)
+{
+    long missing = 0, i;
+
+    for (i = 0; i < opt.count; i++)
+        missing += !seen[i];
+    fprintf(logf_,
+            "{\"event\":\"end\",\"mode\":\"%s\",\"received\":%ld,\"missing\":%ld,\"duplicates\":%ld,"
+            "\"bad\":%ld,\"out_of_order\":%ld,\"duration_s\":%.3f",
+            mode_name(opt.mode), num_ok, missing, num_dup, num_bad, num_ooo,
+            last_ns > first_ns ? (double)(last_ns - first_ns) / 1e9 : 0.0);
+#ifndef UTLS_STREAM_STOCK
+    if (ssl != NULL && opt.mode == MODE_UTLS) {
+        UTLS_STATS st;
+        UTLS_TAP_STATS ts;
+
+        if (UTLS_get_stats(ssl, &st))
+            fprintf(logf_,
+                    ",\"utls\":{\"records_in_order\":%llu,\"records_out_of_order\":%llu,"
+                    "\"records_skipped\":%llu,\"probes\":%llu,\"soft_failures\":%llu,"
+                    "\"fragments\":%llu,\"bytes_dropped\":%llu,\"fallback\":\"%s\"}",
+                    (unsigned long long)st.records_in_order,
+                    (unsigned long long)st.records_out_of_order,
+                    (unsigned long long)st.records_skipped, (unsigned long long)st.probes,
+                    (unsigned long long)st.soft_failures, (unsigned long long)st.fragments,
+                    (unsigned long long)st.bytes_dropped, UTLS_fallback_string(st.fallback));
+        if (tapbio != NULL && UTLS_BIO_tap_get_stats(tapbio, &ts))
+            fprintf(logf_,
+                    ",\"tap\":{\"packets\":%llu,\"payload_bytes\":%llu,\"fragments\":%llu,"
+                    "\"ring_drops\":%llu,\"malformed\":%llu,\"last_byte_ns\":%llu}",
+                    (unsigned long long)ts.packets, (unsigned long long)ts.payload_bytes,
+                    (unsigned long long)ts.fragments, (unsigned long long)ts.ring_drops,
+                    (unsigned long long)ts.malformed, (unsigned long long)ts.last_byte_ns);
+    }
+#else
+    (void)ssl;
+    (void)tapbio;
+#endif
+    fprintf(logf_, "}\n");
+    fflush(logf_);
+    note("recv %s: %ld of %ld records, %ld out of order, %ld missing, %ld duplicates, %ld bad",
+         mode_name(opt.mode), num_ok, opt.count, num_ooo, missing, num_dup, num_bad);
+}
+
+static int recv_tcp(void)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int lfd, fd, one = 1;
+    SSL_CTX *ctx;
+    SSL *ssl;
+    BIO *bio = NULL, *tapbio = NULL;
+    static unsigned char buf[MAX_PLAIN + 64], msg[MAX_PLAIN];
+    size_t have = 0;
+    uint64_t first_ns = 0, last_ns = 0;
+#ifndef UTLS_STREAM_STOCK
+    UTLS_TAP_LISTENER *tl = NULL;
+#endif
+
+    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
+    lfd = listen_socket(SOCK_STREAM, &ss, sl);
+#ifndef UTLS_STREAM_STOCK
+    if (opt.mode == MODE_UTLS) {
+        /* Before any SYN can arrive: the tap needs the ISN from the SYN. */
+        tl = UTLS_tap_listen(lfd);
+        if (tl == NULL) {
+            unsigned long e = ERR_peek_error();
+
+            if (opt.skip_without_tap && ERR_GET_LIB(e) == UTLS_get_lib()
+                && ERR_GET_REASON(e) == UTLS_R_TAP_PERMISSION) {
+                fprintf(stderr, "utls-stream: SKIP: the tap needs CAP_NET_RAW\n");
+                ERR_print_errors_fp(stderr);
+                exit(77);
+            }
+            die("UTLS_tap_listen failed");
+        }
+    }
+#endif
+    touch_ready(lfd);
+    note("recv %s: listening on %s", mode_name(opt.mode), opt.addr);
+    if ((fd = accept(lfd, NULL, NULL)) < 0)
+        die("accept: %s", strerror(errno));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
+        die("SSL_CTX_new");
+    make_cert(ctx);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    if ((ssl = SSL_new(ctx)) == NULL)
+        die("SSL_new");
+#ifndef UTLS_STREAM_STOCK
+    if (opt.mode == MODE_UTLS) {
+        SSL_set_mode(ssl, SSL_MODE_UNORDERED);
+        if ((tapbio = UTLS_BIO_new_tap(fd, BIO_CLOSE)) == NULL)
+            die("UTLS_BIO_new_tap failed");
+        bio = tapbio;
+    }
+#endif
+    if (bio == NULL && (bio = BIO_new_socket(fd, BIO_CLOSE)) == NULL)
+        die("BIO_new_socket");
+    SSL_set_bio(ssl, bio, bio);
+    if (SSL_accept(ssl) != 1)
+        die("TLS handshake failed");
+    note("recv %s: handshake done (%s, %s)", mode_name(opt.mode), SSL_get_version(ssl),
+         SSL_get_cipher_name(ssl));
+
+    while (num_ok + num_bad + num_dup < opt.count) {
+        size_t n = 0;
+        int ok;
+        uint64_t t;
+
+        if (opt.mode == MODE_UTLS) {
+#ifndef UTLS_STREAM_STOCK
+            UTLS_RECORD_INFO info;
+            char extra[256];
+
+            ok = UTLS_read_record(ssl, buf, sizeof(buf), &n, &info);
+            t = now_ns();
+            if (ok) {
+                num_ooo += info.out_of_order != 0;
+                snprintf(extra, sizeof(extra),
+                         ",\"ooo\":%d,\"arrival_ns\":%llu,\"seq\":%llu,\"offset\":%llu,\"wire_len\":%zu",
+                         info.out_of_order != 0, (unsigned long long)info.arrival_ns,
+                         (unsigned long long)info.seq, (unsigned long long)info.stream_offset,
+                         info.wire_len);
+                if (first_ns == 0)
+                    first_ns = t;
+                last_ns = t;
+                deliver(buf, n, t, extra);
+                continue;
+            }
+#else
+            ok = 0;
+#endif
+        } else {
+            ok = SSL_read_ex(ssl, buf, sizeof(buf), &n);
+            t = now_ns();
+            if (ok) {
+                /* A byte stream: frame it into records of opt.size bytes. */
+                size_t k = 0;
+
+                if (first_ns == 0)
+                    first_ns = t;
+                last_ns = t;
+                while (k < n) {
+                    size_t take = (size_t)opt.size - have;
+
+                    if (take > n - k)
+                        take = n - k;
+                    memcpy(msg + have, buf + k, take);
+                    have += take;
+                    k += take;
+                    if (have == (size_t)opt.size) {
+                        deliver(msg, have, t, ",\"ooo\":0");
+                        have = 0;
+                    }
+                }
+                continue;
+            }
+        }
+        switch (SSL_get_error(ssl, 0)) {
+        case SSL_ERROR_ZERO_RETURN:
+            note("recv %s: the sender closed", mode_name(opt.mode));
+            goto done;
+        case SSL_ERROR_WANT_READ:
+            continue;
+        default:
+            ERR_print_errors_fp(stderr);
+            note("recv %s: read failed", mode_name(opt.mode));
+            goto done;
+        }
+    }
+done:
+    log_end(ssl, tapbio, first_ns, last_ns);
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(lfd);
+#ifndef UTLS_STREAM_STOCK
+    UTLS_tap_listener_free(tl);
+#endif
+    return num_ok == opt.count && num_bad == 0 && num_dup == 0 ? 0 : 1;
+}
+
+/* Waits up to |ms| for |fd| to become readable. */
+static int wait_readable(int fd, long ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r;
+
+    while ((r = poll(&p, 1, (int)ms)) < 0 && errno == EINTR)
+        continue;
+    return r > 0;
+}
+
+static int recv_dtls(void)
+{
+    struct sockaddr_storage ss, peer;
+    socklen_t sl, pl = sizeof(peer);
+    int fd, rc;
+    SSL_CTX *ctx;
+    SSL *ssl;
+    BIO *bio;
+    static unsigned char buf[MAX_PLAIN + 64];
+    uint64_t first_ns = 0, last_ns = 0;
+    struct timeval tv;
+
+    parse_addr(opt.addr, SOCK_DGRAM, &ss, &sl);
+    fd = listen_socket(SOCK_DGRAM, &ss, sl);
+    touch_ready(fd);
+    note("recv dtls: listening on %s", opt.addr);
+    /* The first datagram (a ClientHello) names the peer: talk only to it. */
+    if (recvfrom(fd, buf, sizeof(buf), MSG_PEEK, (struct sockaddr *)&peer, &pl) < 0)
+        die("recvfrom: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&peer, pl) != 0)
+        die("connect: %s", strerror(errno));
+    if ((ctx = SSL_CTX_new(DTLS_server_method())) == NULL)
+        die("SSL_CTX_new");
+    make_cert(ctx);
+    SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION);
+    SSL_CTX_set_read_ahead(ctx, 1);
+    if ((ssl = SSL_new(ctx)) == NULL || (bio = BIO_new_dgram(fd, BIO_CLOSE)) == NULL)
+        die("SSL_new");
+    BIO_ctrl(bio, BIO_CTRL_DGRAM_SET_CONNECTED, 0, &peer);
+    SSL_set_bio(ssl, bio, bio);
+    SSL_set_options(ssl, SSL_OP_NO_QUERY_MTU);
+    DTLS_set_link_mtu(ssl, 1500);
+    if (SSL_accept(ssl) != 1)
+        die("DTLS handshake failed");
+    note("recv dtls: handshake done (%s, %s)", SSL_get_version(ssl), SSL_get_cipher_name(ssl));
+    /* From here on, blocking reads that give up after --idle-ms without data. */
+    tv.tv_sec = opt.idle_ms / 1000;
+    tv.tv_usec = (opt.idle_ms % 1000) * 1000;
+    BIO_ctrl(bio, BIO_CTRL_DGRAM_SET_RECV_TIMEOUT, 0, &tv);
+
+    while (num_ok + num_dup < opt.count) {
+        size_t n = 0;
+        uint64_t t;
+
+        if (SSL_pending(ssl) == 0 && !wait_readable(fd, opt.idle_ms)) {
+            note("recv dtls: nothing for %ld ms, stopping", opt.idle_ms);
+            break;
+        }
+        rc = SSL_read_ex(ssl, buf, sizeof(buf), &n);
+        t = now_ns();
+        if (rc) {
+            if (first_ns == 0)
+                first_ns = t;
+            last_ns = t;
+            deliver(buf, n, t, ",\"ooo\":0");
+            continue;
+        }
+        rc = SSL_get_error(ssl, 0);
+        if (rc == SSL_ERROR_ZERO_RETURN) {
+            note("recv dtls: the sender closed");
+            break;
+        }
+        if (rc == SSL_ERROR_WANT_READ)
+            continue;
+        ERR_print_errors_fp(stderr);
+        note("recv dtls: read failed (%d)", rc);
+        break;
+    }
+    log_end(ssl, NULL, first_ns, last_ns);
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    /* Datagrams may be lost: only corruption or duplicates are failures. */
+    return num_bad == 0 && num_dup == 0 ? 0 : 1;
+}
+
+/* --- Sender ------------------------------------------------------------------ */
+
+static void sleep_until(uint64_t t)
+{
+    struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u), .tv_nsec = (long)(t % 1000000000u)};
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        continue;
+}
+
+static int connect_retry(int type, struct sockaddr_storage *ss, socklen_t sl)
+{
+    uint64_t deadline = now_ns() + 15000000000ull;
+    int fd, one = 1;
+
+    for (;;) {
+        if ((fd = socket(ss->ss_family, type, 0)) < 0)
+            die("socket: %s", strerror(errno));
+        if (type == SOCK_STREAM) {
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* no Nagle */
+            if (opt.cc != NULL
+                && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, opt.cc, strlen(opt.cc)) != 0)
+                die("congestion control %s: %s", opt.cc, strerror(errno));
+        }
+        if (connect(fd, (struct sockaddr *)ss, sl) == 0)
+            return fd;
+        if (type != SOCK_STREAM || (errno != ECONNREFUSED && errno != ENETUNREACH)
+            || now_ns() > deadline)
+            die("connect %s: %s", opt.addr, strerror(errno));
+        close(fd);
+        usleep(50000);
+    }
+}
+
+static int do_send(void)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int fd, dtls = opt.mode == MODE_DTLS;
+    SSL_CTX *ctx;
+    SSL *ssl;
+    BIO *bio;
+    static unsigned char rec[MAX_PLAIN];
+    uint64_t start, period = (uint64_t)(opt.interval_ms * 1e6), late_max = 0;
+    long i;
+
+    parse_addr(opt.addr, dtls ? SOCK_DGRAM : SOCK_STREAM, &ss, &sl);
+    fd = connect_retry(dtls ? SOCK_DGRAM : SOCK_STREAM, &ss, sl);
+    if ((ctx = SSL_CTX_new(dtls ? DTLS_client_method() : TLS_client_method())) == NULL)
+        die("SSL_CTX_new");
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    SSL_CTX_set_min_proto_version(ctx, dtls ? DTLS1_2_VERSION : TLS1_3_VERSION);
+    if ((ssl = SSL_new(ctx)) == NULL)
+        die("SSL_new");
+    if (dtls) {
+        if ((bio = BIO_new_dgram(fd, BIO_CLOSE)) == NULL)
+            die("BIO_new_dgram");
+        BIO_ctrl(bio, BIO_CTRL_DGRAM_SET_CONNECTED, 0, &ss);
+        SSL_set_bio(ssl, bio, bio);
+        SSL_set_options(ssl, SSL_OP_NO_QUERY_MTU);
+        DTLS_set_link_mtu(ssl, 1500);
+    } else {
+        SSL_set_fd(ssl, fd);
+    }
+    if (SSL_connect(ssl) != 1)
+        die("handshake with %s failed", opt.addr);
+    fprintf(logf_,
+            "{\"event\":\"handshake\",\"version\":\"%s\",\"cipher\":\"%s\",\"first_app_offset\":%lu}\n",
+            SSL_get_version(ssl), SSL_get_cipher_name(ssl),
+            (unsigned long)BIO_number_written(SSL_get_wbio(ssl)));
+    note("send %s: connected (%s, %s), %ld records of %ld bytes every %g ms", mode_name(opt.mode),
+         SSL_get_version(ssl), SSL_get_cipher_name(ssl), opt.count, opt.size, opt.interval_ms);
+
+    start = now_ns() + 10000000u;
+    for (i = 0; i < opt.count; i++) {
+        uint64_t due = start + (uint64_t)i * period, t;
+        size_t w;
+
+        sleep_until(due);
+        t = now_ns();
+        if (t - due > late_max)
+            late_max = t - due;
+        fill_payload(rec, (size_t)opt.size, (uint32_t)i, t);
+        if (!SSL_write_ex(ssl, rec, (size_t)opt.size, &w) || w != (size_t)opt.size)
+            die("write of record %ld failed", i);
+        fprintf(logf_, "{\"i\":%ld,\"send_ns\":%llu}\n", i, (unsigned long long)t);
+        if (!opt.quiet && (i + 1) % 500 == 0)
+            note("send %s: %ld records", mode_name(opt.mode), i + 1);
+    }
+    fprintf(logf_, "{\"event\":\"end\",\"sent\":%ld,\"max_late_ms\":%.3f}\n", opt.count,
+            (double)late_max / 1e6);
+    fflush(logf_);
+    SSL_shutdown(ssl);
+    if (!dtls) {
+        /* Wait for the receiver to close, so that the last records are not
+         * cut off by a reset. */
+        shutdown(fd, SHUT_WR);
+        wait_readable(fd, 30000);
+        while (wait_readable(fd, 30000) && read(fd, rec, sizeof(rec)) > 0)
+            continue;
+    }
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    return 0;
+}
+
+/* --- main -------------------------------------------------------------------- */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: utls-stream send|recv --mode tls|utls|dtls (--listen|--connect) HOST:PORT\n"
+            "         [--count N] [--size S] [--interval MS] [--out FILE] [--ready FILE]\n"
+            "         [--require fork|stock] [--idle-ms MS] [--timeout S] [--skip-without-tap]\n"
+            "         [--cc CONGESTION_CONTROL (send)]\n"
+            "         [--quiet]\n"
+            "  recv --ready FILE: FILE gets the bound port once the receiver listens\n"
+            "  (and, in utls mode, its listener tap is open); port 0 picks a free one.\n"
+            "  S is the plaintext size of every record (default 1448); N records (default\n"
+            "  1000), one every MS milliseconds (default 20). JSON lines go to --out\n"
+            "  (default stdout); progress to stderr.\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    int i, rc, sender;
+
+    if (argc < 2)
+        usage();
+    if (strcmp(argv[1], "send") == 0)
+        sender = 1;
+    else if (strcmp(argv[1], "recv") == 0)
+        sender = 0;
+    else
+        usage();
+    for (i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--skip-without-tap") == 0) {
+            opt.skip_without_tap = 1;
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0) {
+            opt.quiet = 1;
+            continue;
+        }
+        if (v == NULL)
+            usage();
+        i++;
+        if (strcmp(a, "--mode") == 0)
+            opt.mode = strcmp(v, "tls") == 0 ? MODE_TLS : strcmp(v, "utls") == 0 ? MODE_UTLS
+                     : strcmp(v, "dtls") == 0 ? MODE_DTLS : (usage(), MODE_TLS);
+        else if (strcmp(a, "--listen") == 0 || strcmp(a, "--connect") == 0)
+            opt.addr = v;
+        else if (strcmp(a, "--count") == 0)
+            opt.count = atol(v);
+        else if (strcmp(a, "--size") == 0)
+            opt.size = atol(v);
+        else if (strcmp(a, "--interval") == 0)
+            opt.interval_ms = atof(v);
+        else if (strcmp(a, "--out") == 0)
+            opt.out = v;
+        else if (strcmp(a, "--ready") == 0)
+            opt.ready = v;
+        else if (strcmp(a, "--require") == 0)
+            opt.require = v;
+        else if (strcmp(a, "--idle-ms") == 0)
+            opt.idle_ms = atol(v);
+        else if (strcmp(a, "--cc") == 0)
+            opt.cc = v;
+        else if (strcmp(a, "--timeout") == 0)
+            opt.timeout_s = atol(v);
+        else
+            usage();
+    }
+    if (opt.addr == NULL || opt.count <= 0 || opt.size < HDR_LEN || opt.size > MAX_PLAIN
+        || opt.interval_ms < 0)
+        usage();
+#ifdef UTLS_STREAM_STOCK
+    if (opt.mode == MODE_UTLS)
+        die("utls mode: this is the stock build (no uTLS); use utls-stream");
+#endif
+    signal(SIGPIPE, SIG_IGN);
+    if (opt.timeout_s > 0)
+        alarm((unsigned)opt.timeout_s); /* a hung network must not hang a test */
+    logf_ = stdout;
+    if (opt.out != NULL && (logf_ = fopen(opt.out, "w")) == NULL)
+        die("cannot write %s: %s", opt.out, strerror(errno));
+    check_library();
+    log_start(sender ? "send" : "recv");
+    if (sender) {
+        rc = do_send();
+    } else {
+        if ((seen = calloc((size_t)opt.count, 1)) == NULL)
+            die("out of memory");
+        rc = opt.mode == MODE_DTLS ? recv_dtls() : recv_tcp();
+    }
+    if (logf_ != stdout)
+        fclose(logf_);
+    return rc;
+}
