@@ -10,7 +10,7 @@ packages=(
     clang llvm lld libclang-rt-14-dev     # libFuzzer (make fuzz) and the fuzz replays
     curl python3 gnutls-bin libnss3-tools # interop peers and preload clients
     tcpdump tshark wireshark-dev libwireshark-dev
-    iproute2 nftables libnetfilter-queue-dev
+    iproute2 nftables iptables ethtool libnetfilter-queue-dev  # testbed (no netem here)
     python3-matplotlib
 )
 
