@@ -1,0 +1,3 @@
+module utls.test/gopeer
+
+go 1.21
