@@ -163,6 +163,8 @@ static uint64_t reasm_evict_far_end(utls_reasm *r)
     return evicted;
 }
 
+#define REASM_MIN_GROW ((size_t)16 << 10)
+
 /* reasm_grow makes |n|'s buffer hold |need| bytes starting at its head 0,
  * keeping its current bytes. Returns the buffer or NULL. */
 static uint8_t *reasm_grow(utls_itree_node *n, size_t need)
@@ -177,9 +179,13 @@ static uint8_t *reasm_grow(utls_itree_node *n, size_t need)
         n->head = 0;
         return n->buf;
     }
-    /* Grow by half again so runs that grow by appends stay amortised O(1)
-     * per byte. */
-    size_t cap = n->cap + n->cap / 2;
+    /* Double, from at least 16 KiB, so runs that grow by appends (a hole
+     * lasting many segments) are copied O(1) times per byte and few times in
+     * all: each realloc below glibc's mmap threshold copies the run. */
+    size_t cap = n->cap * 2;
+    if (cap < REASM_MIN_GROW) {
+        cap = REASM_MIN_GROW;
+    }
     if (cap < need) {
         cap = need;
     }

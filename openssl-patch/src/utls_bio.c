@@ -58,6 +58,8 @@ struct utls_segstore_st {
     unsigned char *unit;
     /* A read returned early only because fragments arrived. */
     int woke;
+    /* For the SSL: events queued + woke, kept up to date below. */
+    utls_bio_signals sig;
     /* The tap: contiguous bytes are not kept (the socket delivers them), only
      * the point they reach. */
     int discard_inorder;
@@ -108,6 +110,7 @@ static void seg_event_drop_oldest(seg_ctx *c)
 {
     c->ev_head = (c->ev_head + 1) % UTLS_SEG_MAX_EVENTS;
     c->ev_count--;
+    c->sig.pending = c->ev_count + (size_t)c->woke;
 }
 
 static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t arrival_ns)
@@ -124,6 +127,7 @@ static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t ar
     /* The clock is read only for bytes past a hole, never on the in-order path. */
     e->arrival_ns = arrival_ns != 0 ? arrival_ns : utls_now_ns();
     c->ev_count++;
+    c->sig.pending = c->ev_count + (size_t)c->woke;
 }
 
 /* seg_pull_contiguous moves bytes from the sparse store that became
@@ -291,8 +295,12 @@ static long seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
         int w = c->woke;
 
         c->woke = 0;
+        c->sig.pending = c->ev_count;
         return w;
     }
+    case UTLS_BIO_CTRL_GET_SIGNALS:
+        *(const utls_bio_signals **)ptr = &c->sig;
+        return 1;
     case BIO_CTRL_PENDING:
         return (long)c->inorder_len;
     case BIO_CTRL_EOF:
@@ -602,6 +610,7 @@ static int utcp_read(BIO *b, char *out, int outl)
         if (c->inorder_len == 0 && c->ev_count > before) {
             /* Data past a hole: give the SSL a chance to deliver it. */
             c->woke = 1;
+            c->sig.pending = c->ev_count + 1;
             BIO_set_retry_read(b);
             return -1;
         }
@@ -630,6 +639,8 @@ static long utcp_ctrl(BIO *b, int cmd, long num, void *ptr)
     switch (cmd) {
     case UTLS_BIO_CTRL_NEXT_FRAGMENT:
     case UTLS_BIO_CTRL_READ_OFFSET:
+    case UTLS_BIO_CTRL_TAKE_WAKEUP:
+    case UTLS_BIO_CTRL_GET_SIGNALS:
     case BIO_CTRL_PENDING:
     case BIO_CTRL_EOF:
         return seg_common_ctrl(c, cmd, num, ptr);

@@ -143,7 +143,7 @@ static void utls_ready_clear(utls_conn *c)
     size_t i;
 
     for (i = 0; i < c->num_ready; i++)
-        OPENSSL_clear_free(c->ready[i].data, c->ready[i].len);
+        OPENSSL_clear_free(c->ready[i].data, c->ready[i].len); /* rare: always wipe */
     c->num_ready = 0;
 }
 

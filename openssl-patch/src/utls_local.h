@@ -52,6 +52,18 @@ size_t utls_segstore_num_events(const utls_segstore *c);
  * returned early, with the retry flag, only because fragments arrived while it
  * would otherwise have blocked; 0 otherwise. */
 #define UTLS_BIO_CTRL_TAKE_WAKEUP 0x7576
+/* UTLS_BIO_CTRL_GET_SIGNALS: ptr is a utls_bio_signals **; returns 1 and
+ * stores a pointer to the BIO's signals, which live as long as the BIO. The
+ * SSL reads them on every read instead of calling into the BIO. */
+#define UTLS_BIO_CTRL_GET_SIGNALS 0x7577
+
+/* What a fragment source tells the SSL without a call: |pending| is non-zero
+ * when fragments or a wake-up may be waiting (the tap: also when its ring
+ * may hold unprocessed blocks), zero when a BIO_ctrl would certainly find
+ * nothing. */
+typedef struct {
+    size_t pending;
+} utls_bio_signals;
 
 typedef struct {
     uint64_t offset;
@@ -168,6 +180,9 @@ struct utls_conn_st {
      * corrupts the heap. */
     EVP_CIPHER_CTX *probe_ctx;
     int probe_ctx_valid;
+    /* The read BIO's signals, valid while s->rbio == sig_bio. */
+    BIO *sig_bio;
+    const utls_bio_signals *sig;
     double probe_budget;
 
     utls_seqset ahead; /* seqs of gen delivered out of order */
@@ -195,6 +210,7 @@ struct utls_conn_st {
     size_t num_ready;
 
     unsigned char *scratch; /* one record: header + max ciphertext */
+    int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */
 
     /* Explicit record numbers: the negotiation and both directions. */
     int ern_tokens_ready;

@@ -121,7 +121,12 @@ static int ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
 
 static void ready_remove(utls_conn *c, size_t i)
 {
-    OPENSSL_clear_free(c->ready[i].data, c->ready[i].len);
+    /* Plaintext is wiped as stock OpenSSL wipes its own: only with
+     * SSL_OP_CLEANSE_PLAINTEXT. */
+    if (c->cleanse_plaintext)
+        OPENSSL_clear_free(c->ready[i].data, c->ready[i].len);
+    else
+        OPENSSL_free(c->ready[i].data);
     memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i - 1) * sizeof(*c->ready));
     c->num_ready--;
 }
@@ -431,7 +436,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
             if (!ready_add(c, &rr, pt))
                 c->stats.bytes_dropped += q->wire_len;
         }
-        OPENSSL_cleanse(c->scratch, q->wire_len);
+        if (c->cleanse_plaintext)
+            OPENSSL_cleanse(c->scratch, q->wire_len);
     }
     return 1;
 }
@@ -642,15 +648,29 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
     } while (again);
 }
 
+/* utls_bio_quiet: the read BIO's signals say no fragment or wake-up waits. */
+static int utls_bio_quiet(SSL *s, utls_conn *c)
+{
+    if (c->sig_bio != s->rbio) {
+        c->sig = NULL;
+        c->sig_bio = s->rbio;
+        if (s->rbio == NULL
+            || BIO_ctrl(s->rbio, UTLS_BIO_CTRL_GET_SIGNALS, 0, (void *)&c->sig) != 1)
+            c->sig = NULL;
+    }
+    return c->sig != NULL && c->sig->pending == 0;
+}
+
 /* utls_pump takes every fragment the read BIO has and processes it. */
 static void utls_pump(SSL *s, utls_conn *c)
 {
     utls_bio_fragment f;
-    int ok = utls_gen_setup(s, c);
+    int ok;
     utls_reasm_stats before, after;
 
-    if (s->rbio == NULL)
+    if (s->rbio == NULL || utls_bio_quiet(s, c))
         return;
+    ok = utls_gen_setup(s, c);
     if (ok)
         utls_reasm_get_stats(c->reasm, &before);
     while (BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, &f) == 1) {
@@ -822,6 +842,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     if ((c = utls_conn_get(s)) == NULL)
         return UTLS_HOOK_PASS;
+    c->cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
     c->post_handshake = 1;
     utls_pump(s, c);
     while (c->num_ready > 0 && c->ready[0].gen < c->gen)
@@ -829,7 +850,8 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     if (c->num_ready == 0) {
         /* A blocking fragment source woke the read for fragments that
          * completed no record: go back to waiting in order. */
-        if (s->rbio != NULL && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
+        if (s->rbio != NULL && !utls_bio_quiet(s, c)
+            && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
             return UTLS_HOOK_RETRY;
         return UTLS_HOOK_PASS;
     }

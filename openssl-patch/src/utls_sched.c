@@ -242,24 +242,33 @@ static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out)
 }
 
 /*
- * sched_est_arrival estimates when a message written now reaches the
- * receiver: half the smoothed RTT (the one-way delay, as unordered time-lined
- * TCP does: optimistic, since not sending useful data is worse than sending
- * a late one), plus the time the kernel needs to send the bytes already
- * queued ahead of it at the measured delivery rate. An application-limited
- * rate sample underestimates the path, so it is not used.
+ * sched_est_arrival estimates when a message of |len| bytes written now
+ * reaches the receiver: half the smoothed RTT (the one-way delay, as
+ * unordered time-lined TCP does; it includes the queueing the path has shown
+ * lately), plus the time the kernel needs to send the bytes already waiting
+ * in it and the message's own bytes. That rate is the measured delivery rate;
+ * a sample the kernel marked application-limited understates the path (with
+ * the low-water mark the socket often looks application-limited), so then
+ * TCP's pacing rate, the rate the kernel will send at, is used instead.
  */
 static uint64_t sched_est_arrival(const UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO *ti,
-                                  int have_ti)
+                                  int have_ti, size_t len)
 {
-    uint64_t t = now + sch->config.deadline_margin_ns;
+    uint64_t t = now + sch->config.deadline_margin_ns, rate;
 
     if (!have_ti) {
         return t;
     }
     t += (uint64_t)ti->srtt_us * 1000 / 2;
-    if (ti->notsent_bytes > 0 && ti->delivery_rate > 0 && !ti->delivery_rate_app_limited) {
-        t += ti->notsent_bytes * UINT64_C(1000000000) / ti->delivery_rate;
+    rate = ti->delivery_rate_app_limited ? 0 : ti->delivery_rate;
+    if (rate == 0) {
+        rate = ti->pacing_rate;
+    }
+    if (ti->max_pacing_rate != 0 && rate > ti->max_pacing_rate) {
+        rate = ti->max_pacing_rate;
+    }
+    if (rate > 0) {
+        t += (ti->notsent_bytes + len) * UINT64_C(1000000000) / rate;
     }
     return t;
 }
@@ -812,16 +821,17 @@ int UTLS_sched_submit(UTLS_SCHED *sch, const void *data, size_t len, const UTLS_
  * deadline: time only moves on, so none of them ever could. */
 static void sched_sweep(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO *ti, int have_ti)
 {
-    uint64_t est;
     sched_msg *x;
 
     if (sch->num_with_deadline == 0) {
         return;
     }
-    est = sched_est_arrival(sch, now, ti, have_ti);
     x = sch->all_head;
     while (x != NULL) {
-        if (x->deadline_ns != 0 && est > x->deadline_ns) {
+        uint64_t est;
+
+        if (x->deadline_ns != 0
+            && (est = sched_est_arrival(sch, now, ti, have_ti, x->len)) > x->deadline_ns) {
             x = sched_drop(sch, x, UTLS_SCHED_DROP_DEADLINE, 0, now, est);
         } else {
             x = x->all_next;
@@ -916,7 +926,7 @@ UTLS_SCHED_RESULT UTLS_sched_flush(UTLS_SCHED *sch, size_t *out_written)
             (void)sched_drop(sch, m, UTLS_SCHED_DROP_TOO_LARGE, 0, now, 0);
             continue;
         }
-        est = sched_est_arrival(sch, now, &ti, have_ti);
+        est = sched_est_arrival(sch, now, &ti, have_ti, m->len);
         if (m->deadline_ns != 0 && est > m->deadline_ns) {
             (void)sched_drop(sch, m, UTLS_SCHED_DROP_DEADLINE, 0, now, est);
             continue;

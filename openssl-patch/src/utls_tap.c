@@ -624,6 +624,7 @@ typedef struct {
     uint64_t sock_read_off;   /* stream offset of the next byte from the socket */
     int64_t real_to_mono_ns;  /* kernel timestamps are CLOCK_REALTIME */
     int woke;
+    utls_bio_signals sig; /* always "maybe": the ring is checked in memory */
     UTLS_TAP_STATS stats;
 } tap_ctx;
 
@@ -746,6 +747,7 @@ static int tap_new(BIO *b)
         return 0;
     t->pfd = -1;
     t->sock = -1;
+    t->sig.pending = 1;
     BIO_set_data(b, t);
     BIO_set_init(b, 1);
     return 1;
@@ -848,6 +850,11 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
         t->woke = 0;
         return w;
     }
+    case UTLS_BIO_CTRL_GET_SIGNALS:
+        if (t->ring == NULL)
+            return 0;
+        *(const utls_bio_signals **)ptr = &t->sig;
+        return 1;
     default:
         return next != NULL ? BIO_ctrl(next, cmd, num, ptr) : 0;
     }
