@@ -161,7 +161,7 @@ def run_workload(a, work, lib, tls, alter, keylog=None):
     if lib == "fork":
         # unordered reading on at both receivers: the server through the
         # environment, the client through the configuration file (below)
-        extra["UTLS_MODE"] = "unordered"
+        extra["UTLS_MODE"] = a.fork_mode
     if keylog:
         extra["SSLKEYLOGFILE"] = keylog
     cap = Capture(pcap, "tcp port %d" % port)
@@ -178,7 +178,7 @@ def run_workload(a, work, lib, tls, alter, keylog=None):
                 cextra.pop("UTLS_MODE", None)
                 conf = write_conf(os.path.join(work, "%s-%s.cnf" % (lib, c)),
                                   ciphersuites=c if tls == "1.3" else None,
-                                  utls_mode="unordered" if lib == "fork" else None)
+                                  utls_mode=a.fork_mode if lib == "fork" else None)
                 cextra["OPENSSL_CONF"] = conf
                 args += ["--cipher", c]
                 if alter == "sni":
@@ -451,6 +451,8 @@ def main():
     ap.add_argument("--tls", choices=("1.2", "1.3"), default="1.3")
     ap.add_argument("--alter", choices=("sni", "groups", "cipher-order"),
                     help="change the fork side's ClientHello: the checker must fail")
+    ap.add_argument("--fork-mode", default="unordered",
+                    help="UTLS_MODE / UTLSMode of the fork side (for instance unordered,negotiate)")
     ap.add_argument("--client", choices=("s_client", "curl"), default="s_client")
     ap.add_argument("--testbed", default="")
     ap.add_argument("--example", default="")
