@@ -301,7 +301,10 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     rl.max_fragments = c->limits.max_fragments;
     rl.max_window = c->limits.max_window;
 
-    c->reasm = utls_reasm_new(&rl, c->next_offset);
+    /* After a key change the held bytes are still good: only the scanner and
+     * the predictor start over, and everything held is scanned again. */
+    if (c->reasm == NULL)
+        c->reasm = utls_reasm_new(&rl, c->next_offset);
     c->scan = utls_scan_new(&prof, c->next_offset);
     c->pred = utls_seqpred_new(&pc);
     c->pred_config = pc;
@@ -668,9 +671,23 @@ static void utls_pump(SSL *s, utls_conn *c)
     int ok;
     utls_reasm_stats before, after;
 
-    if (s->rbio == NULL || utls_bio_quiet(s, c))
+    if (s->rbio == NULL || (utls_bio_quiet(s, c) && !c->rescan_pending))
         return;
     ok = utls_gen_setup(s, c);
+    if (ok && c->rescan_pending) {
+        /* A new key: what is held past the hole is scanned again. */
+        utls_reasm_run run;
+        uint64_t at;
+        int more;
+
+        c->rescan_pending = 0;
+        utls_ooo_sync(c);
+        for (more = utls_reasm_first_run(c->reasm, &run); more;
+             more = utls_reasm_next_run(c->reasm, &run, at)) {
+            at = run.offset;
+            utls_process_run(s, c, run.offset, 0);
+        }
+    }
     if (ok)
         utls_reasm_get_stats(c->reasm, &before);
     while (BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, &f) == 1) {
@@ -938,7 +955,16 @@ void utls_hook_read_key_changed(SSL *s)
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
     c->num_failed = 0;
-    utls_ooo_reset(c);
+    /* New scanner and predictor; the held bytes stay and are scanned again
+     * under the new key (utls_pump). */
+    utls_scan_free(c->scan);
+    utls_seqpred_free(c->pred);
+    c->scan = NULL;
+    c->pred = NULL;
+    c->gen_ready = 0;
+    c->num_idle_anchors = 0;
+    c->stores_stale = 0;
+    c->rescan_pending = c->reasm != NULL && utls_reasm_num_fragments(c->reasm) > 0;
     utls_copy_read_ctx(s, c); /* the key has not decrypted anything yet */
     for (i = c->num_ready; i > 0; i--)
         if (c->ready[i - 1].gen < c->gen)
