@@ -72,16 +72,6 @@ end:
     return ok;
 }
 
-/* utls_ern_is_token says whether a record's plaintext is a negotiation
- * message for this endpoint (which is never delivered to the application). */
-int utls_ern_is_token(const utls_conn *c, const unsigned char *pt, size_t len)
-{
-    if (!c->ern_tokens_ready || len != UTLS_ERN_TOKEN_LEN)
-        return 0;
-    return CRYPTO_memcmp(pt, c->ern_token[UTLS_ERN_ACCEPT], len) == 0
-        || CRYPTO_memcmp(pt, c->ern_token[UTLS_ERN_SWITCH], len) == 0;
-}
-
 /* --- The offer: a NewSessionTicket extension ------------------------------ */
 
 static int ern_ext_add(SSL *s, unsigned int ext_type, unsigned int context,
@@ -133,29 +123,10 @@ void utls_ern_register(SSL_CTX *ctx)
 
 int utls_hook_write_bytes(SSL *s)
 {
-    utls_conn *c = s->utls;
-    size_t written;
-    int r, which;
-
-    if (c == NULL || c->ern_writing_token || c->ern_token_due == 0 || SSL_in_init(s))
-        return 1;
-    /* Only between application writes: never inside a partial one. */
-    if (!c->ern_token_in_progress && (s->rlayer.wnum != 0 || s->rlayer.wbuf[0].left != 0))
-        return 1;
-    which = c->ern_token_due;
-    c->ern_writing_token = 1;
-    c->ern_token_in_progress = 1;
-    r = ssl3_write_bytes(s, SSL3_RT_APPLICATION_DATA, c->ern_token[which], UTLS_ERN_TOKEN_LEN,
-                         &written);
-    c->ern_writing_token = 0;
-    if (r <= 0)
-        return r; /* retried with the same buffer on the next write */
-    c->ern_token_in_progress = 0;
-    c->ern_token_due = 0;
-    /* The next record in this direction is the first numbered one. */
-    c->ern_tx = 1;
-    if (which == UTLS_ERN_ACCEPT)
-        c->ern_accepted = 1;
+    /* Nothing to send on its own: an owed accept or switch travels in front
+     * of the next application record (utls_hook_write_prefix), so that the
+     * record count on the wire is what stock OpenSSL would send. */
+    (void)s;
     return 1;
 }
 
@@ -163,7 +134,11 @@ size_t utls_hook_write_overhead(SSL *s)
 {
     utls_conn *c = s->utls;
 
-    return c != NULL && c->ern_tx && !c->ern_writing_token ? UTLS_ERN_LEN : 0;
+    if (c == NULL)
+        return 0;
+    if (c->ern_token_due != 0)
+        return UTLS_ERN_TOKEN_LEN + UTLS_ERN_LEN;
+    return c->ern_tx ? UTLS_ERN_LEN : 0;
 }
 
 int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *out_len)
@@ -173,13 +148,26 @@ int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *
     unsigned char ern[UTLS_ERN_LEN];
 
     *out_len = 0;
-    if (c == NULL || !c->ern_tx || c->ern_writing_token || type != SSL3_RT_APPLICATION_DATA)
+    if (c == NULL || type != SSL3_RT_APPLICATION_DATA || SSL_in_init(s))
+        return 1;
+    if (c->ern_token_due != 0) {
+        /* The switch point: this record starts with the owed message, and
+         * from this record on every record carries its number. */
+        if (!WPACKET_memcpy(pkt, c->ern_token[c->ern_token_due], UTLS_ERN_TOKEN_LEN))
+            return 0;
+        *out_len += UTLS_ERN_TOKEN_LEN;
+        if (c->ern_token_due == UTLS_ERN_ACCEPT)
+            c->ern_accepted = 1;
+        c->ern_token_due = 0;
+        c->ern_tx = 1;
+    }
+    if (!c->ern_tx)
         return 1;
     /* The number the record is encrypted under: this record's sequence. */
     put_be64(ern, get_be64(seq) + pipe);
     if (!WPACKET_memcpy(pkt, ern, sizeof(ern)))
         return 0;
-    *out_len = sizeof(ern);
+    *out_len += sizeof(ern);
     c->stats.ern_records_sent++;
     return 1;
 }
@@ -187,10 +175,23 @@ int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *
 int UTLS_ern_flush(SSL *s)
 {
     utls_conn *c;
+    size_t zero = 0, written;
+    int r;
 
-    if (s == NULL || (c = s->utls) == NULL || c->ern_token_due == 0)
+    if (s == NULL || (c = s->utls) == NULL)
         return 1;
-    return utls_hook_write_bytes(s) > 0;
+    if (c->ern_flush_pending) {
+        /* A flush that could not be written at once: same buffer, same length. */
+        r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern_flush_buf, 0, &written);
+    } else {
+        if (c->ern_token_due == 0 || SSL_in_init(s) || s->rlayer.wbuf[0].left != 0)
+            return 1;
+        /* An application record with no content: just the owed message and
+         * the record's number. */
+        r = do_ssl3_write(s, SSL3_RT_APPLICATION_DATA, c->ern_flush_buf, &zero, 1, 0, &written);
+    }
+    c->ern_flush_pending = r <= 0 && SSL_want_write(s);
+    return r > 0;
 }
 
 unsigned int UTLS_ern_status(const SSL *s)
@@ -213,35 +214,64 @@ unsigned int UTLS_ern_status(const SSL *s)
 
 /* --- Receiving in order ------------------------------------------------------ */
 
-int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
+/* ern_switch_token: the token that starts the peer's first numbered record. */
+static const unsigned char *ern_switch_token(SSL *s, const utls_conn *c)
 {
     if (!c->ern_tokens_ready)
-        return 1;
-    if (!c->ern_rx && rr->length == UTLS_ERN_TOKEN_LEN) {
-        /* The server that offered reads accept; the client that accepted
-         * reads switch. Records after it carry numbers. */
-        int want = s->server ? UTLS_ERN_ACCEPT : UTLS_ERN_SWITCH;
+        return NULL;
+    if (s->server)
+        return c->ern_offered ? c->ern_token[UTLS_ERN_ACCEPT] : NULL;
+    return c->ern_accepted ? c->ern_token[UTLS_ERN_SWITCH] : NULL;
+}
 
-        if ((s->server ? c->ern_offered : c->ern_accepted)
-            && CRYPTO_memcmp(rr->data, c->ern_token[want], UTLS_ERN_TOKEN_LEN) == 0) {
-            c->ern_rx = 1;
-            if (s->server)
-                c->ern_token_due = UTLS_ERN_SWITCH;
-            rr->length = 0;
-            rr->read = 1;
-            return 1;
-        }
+int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t *len,
+                   uint64_t seq, int numbered)
+{
+    const unsigned char *tok = ern_switch_token(s, c);
+    int is_switch = 0;
+
+    if (!numbered && tok != NULL && *len >= UTLS_ERN_TOKEN_LEN + UTLS_ERN_LEN
+        && CRYPTO_memcmp(*pt, tok, UTLS_ERN_TOKEN_LEN) == 0) {
+        *pt += UTLS_ERN_TOKEN_LEN;
+        *len -= UTLS_ERN_TOKEN_LEN;
+        numbered = 1;
+        is_switch = 1;
     }
-    if (!c->ern_rx)
+    if (!numbered)
+        return 0;
+    if (*len < UTLS_ERN_LEN || get_be64(*pt) != seq)
+        return -1;
+    *pt += UTLS_ERN_LEN;
+    *len -= UTLS_ERN_LEN;
+    return is_switch ? 2 : 1;
+}
+
+int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
+{
+    const unsigned char *pt = rr->data;
+    size_t len = rr->length;
+    int r;
+
+    if (!c->ern_tokens_ready)
         return 1;
-    /* A numbered record: the number must be the sequence number counted. */
-    if (rr->length < UTLS_ERN_LEN || get_be64(rr->data) != seq) {
+    r = utls_ern_strip(s, c, &pt, &len, seq, c->ern_rx);
+    if (r < 0) {
+        /* A numbered record whose number is not the sequence number counted:
+         * the authenticated sender lied. */
         SSLfatal(s, SSL_AD_DECODE_ERROR, SSL_R_BAD_RECORD_TYPE);
         return 0;
     }
-    rr->data += UTLS_ERN_LEN;
-    rr->length -= UTLS_ERN_LEN;
-    c->stats.ern_records_received++;
+    if (r == 2) {
+        /* The peer's switch point, in order: numbered from this record on. */
+        c->ern_rx = 1;
+        if (s->server)
+            c->ern_token_due = UTLS_ERN_SWITCH;
+    }
+    if (r > 0) {
+        rr->data = (unsigned char *)pt;
+        rr->length = len;
+        c->stats.ern_records_received++;
+    }
     return 1;
 }
 

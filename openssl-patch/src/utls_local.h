@@ -219,8 +219,8 @@ struct utls_conn_st {
     int ern_offered;         /* server: the offer went out */
     int ern_accepted;        /* client: the accept went out */
     int ern_token_due;       /* UTLS_ERN_ACCEPT/SWITCH to send, or 0 */
-    int ern_token_in_progress;
-    int ern_writing_token;
+    int ern_flush_pending;   /* UTLS_ern_flush() is waiting to be retried */
+    unsigned char ern_flush_buf[1];
     int ern_tx;              /* our application records carry numbers */
     int ern_rx;              /* the peer's do (in order, from here on) */
     utls_ern_keys ern_cur, ern_next;
@@ -255,7 +255,14 @@ int utls_next_key_setup(SSL *s, utls_conn *c);
 
 /* Explicit record numbers (utls_ern.c). */
 void utls_ern_register(SSL_CTX *ctx);
-int utls_ern_is_token(const utls_conn *c, const unsigned char *pt, size_t len);
+/* utls_ern_strip removes what negotiation put in front of an authenticated
+ * application record's plaintext |*pt|: the peer's switch token (only
+ * recognised when this endpoint expects it) and the record number, which must
+ * equal |seq|. |numbered|: the record is known to carry a number. Returns 0
+ * for a plain record, 1 for a numbered one, 2 for the switch record, -1 when
+ * the number is not |seq|. */
+int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t *len,
+                   uint64_t seq, int numbered);
 /* utls_ern_inorder handles an authenticated application record in order:
  * consumes a negotiation message, or checks and strips the record number.
  * Returns 0 after SSLfatal() (a wrong number). */

@@ -397,13 +397,12 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         c->stats.soft_failures++;
         return 0;
     }
-    if (numbered && type == SSL3_RT_APPLICATION_DATA) {
-        /* The number was checked against |seq| by the block test, which the
-         * AEAD check has now confirmed. */
-        if (pt_len < 8)
+    if (type == SSL3_RT_APPLICATION_DATA && c->ern_tokens_ready) {
+        /* The number (checked by the block test for |numbered|, which the
+         * AEAD check now confirmed), or the peer's switch record: stripped
+         * here; the switch itself takes effect only in order. */
+        if (utls_ern_strip(s, c, &pt, &pt_len, seq, numbered) < 0)
             return 0;
-        pt += 8;
-        pt_len -= 8;
     }
     /* Authenticated: a true record boundary with a known number. */
     {
@@ -427,8 +426,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         utls_scan_confirm(c->scan, hit->offset, q->wire_len);
         /* Alerts and handshake messages are processed only in order;
          * empty records carry nothing to deliver. */
-        if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0
-            && !utls_ern_is_token(c, pt, pt_len)) {
+        if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
             rr.seq = seq;
             rr.gen = gen;
             rr.offset = hit->offset;
