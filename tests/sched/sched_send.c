@@ -5,7 +5,8 @@
  *
  *   sched_send --connect IP:PORT [--mode sched|stock] [--workload W]
  *              [--duration S] [--lowat BYTES] [--drops FILE] [--seed N]
- *              [fig2c: --hp-interval-ms MS --hp-size B --bulk-size B]
+ *              [--pacing-cap BYTES_PER_S] [--deadline-margin-ms MS]
+ *              [fig2c: --hp-interval-ms MS --hp-size B --bulk-size B (0: none)]
  *              [deadline: --deadline-ms MS --frame-ms MS --frame-msgs N
  *                         --msg-size B --gop N --no-drop]
  *
@@ -65,6 +66,8 @@ typedef struct {
     uint64_t deadline_ns, frame_ns;
     int frame_msgs, gop, no_drop;
     size_t msg_size;
+    uint64_t pacing_cap; /* bytes/s, 0: none */
+    uint64_t margin_ns;
 } options;
 
 static uint64_t rnd_state = 88172645463325252ull;
@@ -153,7 +156,7 @@ static uint64_t submit(sender *s, uint8_t kind, size_t len, const UTLS_SCHED_MSG
     h.len = (uint32_t)len;
     h.id = s->last_id + 1;
     h.gen_ns = gen_ns;
-    h.deadline_ns = (m->flags & UTLS_SCHED_DEADLINE) ? m->deadline_ns : 0;
+    h.deadline_ns = m->deadline_ns; /* also without the flag: the receiver judges lateness */
     h.dep = (m->flags & UTLS_SCHED_DEPENDS) ? m->depends_on : 0;
     h.kind = kind;
     h.substream = m->substream;
@@ -274,6 +277,7 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
     UTLS_sched_config_default(&cfg);
     if (o->lowat != 0)
         cfg.notsent_lowat = o->lowat;
+    cfg.deadline_margin_ns = o->margin_ns;
     if (deadline && o->no_drop)
         cfg.max_bytes = 256u << 20; /* let the backlog show */
     if ((s.sch = UTLS_sched_new(ssl, &cfg)) == NULL)
@@ -285,7 +289,7 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
 
         if (fig2c) {
             UTLS_sched_get_stats(s.sch, &qs);
-            while (qs.queued_messages < 2) {
+            while (o->bulk_size != 0 && qs.queued_messages < 2) {
                 UTLS_SCHED_MSG m;
 
                 memset(&m, 0, sizeof(m));
@@ -318,6 +322,9 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
         collect_drops(&s);
         if (r == UTLS_SCHED_ERROR)
             die("UTLS_sched_flush");
+        if (fig2c && o->bulk_size != 0 && r == UTLS_SCHED_IDLE) {
+            continue; /* the bulk source saturates: refill at once */
+        }
         if (deadline || !fig2c) {
             /* Wake for deadlines of waiting messages too. */
             if (wake > now + 5 * MS)
@@ -381,6 +388,8 @@ static void run_stock(options *o, SSL *ssl, int fd)
                     cur = urgent;
                     cur_len = o->hp_size;
                     urgent_waiting = 0;
+                } else if (o->bulk_size == 0) {
+                    break;
                 } else {
                     memset(&h, 0, sizeof(h));
                     h.len = (uint32_t)o->bulk_size;
@@ -484,6 +493,10 @@ int main(int argc, char **argv)
             o.frame_msgs = atoi(v);
         else if (strcmp(a, "--msg-size") == 0)
             o.msg_size = (size_t)atol(v);
+        else if (strcmp(a, "--deadline-margin-ms") == 0)
+            o.margin_ns = (uint64_t)(atof(v) * MS);
+        else if (strcmp(a, "--pacing-cap") == 0)
+            o.pacing_cap = (uint64_t)atoll(v);
         else if (strcmp(a, "--gop") == 0)
             o.gop = atoi(v);
         else
@@ -491,7 +504,8 @@ int main(int argc, char **argv)
     }
     if (o.connect_to == NULL)
         die("--connect IP:PORT is required");
-    if (o.hp_size < SW_HDR_LEN || o.bulk_size < SW_HDR_LEN || o.msg_size < SW_HDR_LEN
+    if (o.hp_size < SW_HDR_LEN || (o.bulk_size != 0 && o.bulk_size < SW_HDR_LEN)
+        || o.msg_size < SW_HDR_LEN
         || o.gop < 1 || o.frame_msgs < 1)
         die("message sizes must be at least 44 bytes");
     rnd_state ^= (uint64_t)o.seed * 0x9E3779B97F4A7C15ull;
@@ -505,6 +519,10 @@ int main(int argc, char **argv)
     SSL_set_fd(ssl, fd);
     if (SSL_connect(ssl) != 1)
         die("TLS handshake");
+    /* Safe control: a pacing cap below the bottleneck keeps the queue in this
+     * host, where the scheduler decides, instead of in the router. */
+    if (o.pacing_cap != 0 && !UTLS_tcp_set_max_pacing_rate(fd, o.pacing_cap))
+        die("UTLS_tcp_set_max_pacing_rate");
     flags = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     if (strcmp(o.mode, "sched") == 0)
