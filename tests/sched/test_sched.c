@@ -472,6 +472,15 @@ static void test_sched_deadline_counts_kernel_backlog(void **state)
     assert_int_equal(UTLS_sched_flush(f->sch, NULL), UTLS_SCHED_IDLE);
     expect(f, "y", NULL);
     expect_no_drop(f);
+    /* ... TCP's pacing rate stands in for it, under the pacing cap. */
+    f->ti.pacing_rate = 10000000;     /* 10 ms for the backlog: fits */
+    submit(f, "z", &m);
+    assert_int_equal(UTLS_sched_flush(f->sch, NULL), UTLS_SCHED_IDLE);
+    expect(f, "z", NULL);
+    f->ti.max_pacing_rate = 1000000;  /* capped: 100 ms again */
+    id = submit(f, "w", &m);
+    assert_int_equal(UTLS_sched_flush(f->sch, NULL), UTLS_SCHED_IDLE);
+    expect_drop(f, id, UTLS_SCHED_DROP_DEADLINE, 0);
 }
 
 static void test_sched_playout_clock(void **state)
