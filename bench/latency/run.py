@@ -276,6 +276,11 @@ def cdf_plot(results, path, title, rtt):
     ax.axvline(rtt / 2 + rtt, color="grey", linewidth=0.8)
     ax.text(rtt / 2 + rtt, 0.02, " one-way + RTT", color="grey", fontsize=8)
     ax.set_xscale("log")
+    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+    ticks = [t for t in (20, 30, 40, 50, 60, 80, 100, 150, 200, 300, 400, 600, 1000)]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("delivery latency (ms, send to read return)")
     ax.set_ylabel("fraction of records sent")
     ax.set_title(title)
