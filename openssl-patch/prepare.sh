@@ -40,9 +40,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tree=$out/openssl-$UPSTREAM_VERSION
 # Two builds configuring the same tree at once (parallel cmake runs) would
-# unpack over each other: take turns.
-exec 9>"$out/.prepare.lock"
-flock 9
+# unpack over each other, and re-unpacking under running upstream tests
+# (tests/upstream, which holds this lock shared while it runs) would pull the
+# tree from under them: take it exclusively.
+exec 9>"$out/.utls-openssl.lock"
+flock -x 9
 
 # --- 1. The system libcrypto must be at least the base version -------------
 # The fork's libssl calls into the system libcrypto.so.3; an older one may lack
