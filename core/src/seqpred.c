@@ -299,6 +299,33 @@ static size_t seqpred_emit(uint64_t *out_seqs, size_t num, size_t cap, uint64_t 
     return num;
 }
 
+/* seqpred_emit_sure puts |seq| in the list even when it is full (replacing
+ * the least likely entry that is not itself sure): for candidates that a size
+ * model can rank too low but that cost one probe each. */
+static size_t seqpred_emit_sure(uint64_t *out_seqs, size_t num, size_t cap, size_t *num_sure,
+                                uint64_t seq)
+{
+    for (size_t i = 0; i < num; i++) {
+        if (out_seqs[i] == seq) {
+            return num;
+        }
+    }
+    if (num < cap) {
+        out_seqs[num++] = seq;
+    } else if (*num_sure < cap) {
+        out_seqs[cap - 1 - *num_sure] = seq;
+    } else {
+        return num;
+    }
+    (*num_sure)++;
+    return num;
+}
+
+/* Until this many sizes were seen, the spread of sizes is not trusted below a
+ * coefficient of variation of 1: four small records say little about the
+ * fifth. */
+#define SEQPRED_TRUST_SAMPLES 32
+
 size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
                                const utls_seqpred_query *q)
 {
@@ -421,6 +448,10 @@ size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
     if (var < 0.25 + 1e-4 * mu * mu) {
         var = 0.25 + 1e-4 * mu * mu;
     }
+    if (sp->num_observed < SEQPRED_TRUST_SAMPLES && sp->min_seen != sp->max_seen &&
+        var < mu * mu) {
+        var = mu * mu;
+    }
 
     /* Observed sizes all equal: the multiple of that size is the first
      * candidate (exact for constant-rate senders). */
@@ -503,6 +534,14 @@ size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
     }
     for (size_t j = 0; j < n && num < cap; j++) {
         num = seqpred_emit(out_seqs, num, cap, cands[j].seq);
+    }
+    /* The extremes are always tried: the fewest records the gaps can hold
+     * (a few large ones, which a model learned from small records ranks last)
+     * and the most. */
+    if (cap >= 4) {
+        size_t num_sure = 0;
+        num = seqpred_emit_sure(out_seqs, num, cap, &num_sure, below != NULL ? lo : hi);
+        num = seqpred_emit_sure(out_seqs, num, cap, &num_sure, below != NULL ? hi : lo);
     }
     sp->stats.candidates += num;
     return num;
