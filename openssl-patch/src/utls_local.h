@@ -193,6 +193,7 @@ struct utls_conn_st {
     int num_idle_anchors;
     int stores_stale;
     int rescan_pending; /* a new key: scan the held bytes again */
+    int budget_starved; /* a header was parked for want of probe budget */
     utls_scan_hit failed[UTLS_MAX_FAILED_HITS];
     size_t failed_spent[UTLS_MAX_FAILED_HITS]; /* probes each has cost so far */
     size_t num_failed;

@@ -306,7 +306,10 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     if (c->reasm == NULL)
         c->reasm = utls_reasm_new(&rl, c->next_offset);
     c->scan = utls_scan_new(&prof, c->next_offset);
-    c->pred = utls_seqpred_new(&pc);
+    /* After a KeyUpdate, the predictor built for the next key already holds
+     * the records verified under it, in the new numbering: it is kept. */
+    if (c->pred == NULL)
+        c->pred = utls_seqpred_new(&pc);
     c->pred_config = pc;
     if (c->scratch == NULL)
         c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
@@ -374,8 +377,21 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
     size_t pt_len;
     int type, r;
 
-    if (seq < floor || seqset_contains(ahead, seq) || ready_find(c, gen, seq) >= 0)
-        return 0; /* already delivered, or known */
+    if (seq < floor)
+        return 0; /* processed in order already */
+    if (seqset_contains(ahead, seq) || ready_find(c, gen, seq) >= 0) {
+        size_t i = seqset_lower(ahead, seq);
+        int r = ready_find(c, gen, seq);
+
+        /* This very record (same number, same place) is known: verified
+         * before. Nothing to probe, and the next header is known too. */
+        if ((i < ahead->n && ahead->v[i] == seq && ahead->off[i] == hit->offset)
+            || (r >= 0 && c->ready[r].offset == hit->offset)) {
+            utls_scan_confirm(c->scan, hit->offset, q->wire_len);
+            return 1;
+        }
+        return 0;
+    }
     /* A number the record's position cannot have: a genuine record copied
      * to another offset (its explicit nonce or number would verify). */
     if (!next_key && !utls_seqpred_plausible(c->pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
@@ -385,6 +401,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         return 0;
     if (c->probe_budget < 1 || *allowance == 0) {
         c->stats.probe_limit_hits++;
+        if (c->probe_budget < 1)
+            c->budget_starved = 1;
         return -1;
     }
     c->probe_budget -= 1;
@@ -488,7 +506,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
         n = utls_seqpred_candidates(pred, cands, limit, q);
     } else if (next_key) {
         /* Nothing verified under the next key yet: the KeyUpdate lies
-         * somewhere in the hole, most likely just before this record. */
+         * somewhere before this record, most likely close before it. */
         for (n = 0; n < limit; n++)
             cands[n] = PRED_SEQ(n);
     } else {
@@ -534,13 +552,13 @@ static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
     }
     /* Past a record that verified under the next key, the current key can
      * no longer be in use: the peer's KeyUpdate lies before it. */
-    /* TLS 1.3: a quarter of the allowance is for the next key, in case a
+    /* TLS 1.3: half of the allowance is for the next key, in case a
      * KeyUpdate hides in the hole; past a record that verified under it, all
      * of it is (the current key can no longer be in use). */
     {
         int may_be_next = c->tls13 && c->post_handshake;
         int only_next = may_be_next && c->next_seen && hit->offset > c->next_seen_offset;
-        size_t next_share = only_next ? *allowance : (may_be_next ? *allowance / 4 : 0);
+        size_t next_share = only_next ? *allowance : (may_be_next ? *allowance / 2 : 0);
         size_t cur = *allowance - next_share;
         int ok;
 
@@ -699,6 +717,13 @@ static void utls_pump(SSL *s, utls_conn *c)
             c->probe_budget = UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64;
         if (utls_reasm_insert(c->reasm, f.offset, f.data, f.len) == UTLS_REASM_STORED)
             utls_process_run(s, c, f.offset, f.arrival_ns);
+    }
+    /* Headers parked when the probe budget ran dry get another chance once
+     * it has grown back (it grows with the bytes that keep arriving). */
+    if (ok && c->budget_starved && c->num_failed > 0 && c->probe_budget >= 1) {
+        c->budget_starved = 0;
+        while (failed_retry(s, c, 0))
+            continue;
     }
     if (ok) {
         utls_reasm_get_stats(c->reasm, &after);
@@ -920,6 +945,7 @@ int utls_hook_deliver_inorder(SSL *s, SSL3_RECORD *rr, size_t len)
 void utls_hook_read_key_changed(SSL *s)
 {
     utls_conn *c = utls_conn_get(s);
+    utls_seqpred *next_pred;
     size_t i;
 
     if (c == NULL)
@@ -936,6 +962,8 @@ void utls_hook_read_key_changed(SSL *s)
         c->ahead.n = 0;
     }
     c->next_ahead.n = 0;
+    next_pred = c->pred_next;
+    c->pred_next = NULL;
     c->next_valid = 0;
     c->next_seen = 0;
     if (c->post_handshake) {
@@ -948,21 +976,32 @@ void utls_hook_read_key_changed(SSL *s)
     } else {
         c->ern_cur.valid = 0;
     }
-    utls_seqpred_free(c->pred_next);
-    c->pred_next = NULL;
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
     c->num_failed = 0;
-    /* New scanner and predictor; the held bytes stay and are scanned again
+    /* New scanner; the predictor of what was the next key becomes the current
+     * one (or a new one is made); the held bytes stay and are scanned again
      * under the new key (utls_pump). */
     utls_scan_free(c->scan);
     utls_seqpred_free(c->pred);
     c->scan = NULL;
     c->pred = NULL;
+    if (c->post_handshake) {
+        c->pred = next_pred;
+        next_pred = NULL;
+    }
     c->gen_ready = 0;
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
     c->rescan_pending = c->reasm != NULL && utls_reasm_num_fragments(c->reasm) > 0;
+    if (c->rescan_pending) {
+        /* The rescan is paid for like the bytes' first arrival: a key change
+         * is authenticated (it comes in order), so this is bounded by the
+         * bytes held, once per key. */
+        c->probe_budget += (double)utls_reasm_bytes_held(c->reasm)
+            * (double)c->limits.max_probes_per_kib / 1024.0;
+    }
+    utls_seqpred_free(next_pred); /* not kept (handshake, renegotiation) */
     utls_copy_read_ctx(s, c); /* the key has not decrypted anything yet */
     for (i = c->num_ready; i > 0; i--)
         if (c->ready[i - 1].gen < c->gen)
