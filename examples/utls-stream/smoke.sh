@@ -14,11 +14,15 @@ rm -rf "$out" && mkdir -p "$out"
 cmake -S "$src" -B "$out/build" -G Ninja -Dutls_DIR="$lib/cmake/utls" >/dev/null
 cmake --build "$out/build" >/dev/null
 fork_bin=$out/build/utls-stream stock_bin=$out/build/utls-stream-stock
-ldd "$fork_bin" | grep -qF "libssl.so.3 => $lib/libssl.so.3" ||
-    { echo "utls-stream is not linked to the fork in $lib"; ldd "$fork_bin"; exit 1; }
-ldd "$stock_bin" | grep -q 'libssl.so.3 => /.*lib.*/libssl.so.3' &&
-    ! ldd "$stock_bin" | grep -qF "$lib/libssl.so.3" ||
-    { echo "utls-stream-stock is not linked to the system libssl"; ldd "$stock_bin"; exit 1; }
+# ldd's output is captured first: `ldd | grep -q` under pipefail fails at
+# random when grep exits early and ldd gets SIGPIPE.
+fork_ldd=$(ldd "$fork_bin")
+stock_ldd=$(ldd "$stock_bin")
+grep -qF "libssl.so.3 => $lib/libssl.so.3" <<<"$fork_ldd" ||
+    { echo "utls-stream is not linked to the fork in $lib"; echo "$fork_ldd"; exit 1; }
+grep -q 'libssl.so.3 => /.*lib.*/libssl.so.3' <<<"$stock_ldd" &&
+    ! grep -qF "$lib/libssl.so.3" <<<"$stock_ldd" ||
+    { echo "utls-stream-stock is not linked to the system libssl"; echo "$stock_ldd"; exit 1; }
 case $mode in
     tls) bin=$stock_bin require=stock ;;
     utls) bin=$fork_bin require=fork ;;

@@ -30,7 +30,7 @@ cleanup() {
     local rc=$?
     [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
     "$TB" --prefix "$PREFIX" -q down >/dev/null 2>&1
-    if ip netns list | grep -q "^$PREFIX-"; then
+    if grep -q "^$PREFIX-" <<<"$(ip netns list)"; then
         echo "FAIL: namespaces of $PREFIX left behind after teardown"
         rc=1
     fi
