@@ -5,7 +5,7 @@
  *
  *   sched_send --connect IP:PORT [--mode sched|stock] [--workload W]
  *              [--duration S] [--lowat BYTES] [--drops FILE] [--seed N]
- *              [--pacing-cap BYTES_PER_S] [--deadline-margin-ms MS]
+ *              [--pacing-cap BYTES_PER_S] [--deadline-margin-ms MS] [--cc NAME]
  *              [fig2c: --hp-interval-ms MS --hp-size B --bulk-size B (0: none)]
  *              [deadline: --deadline-ms MS --frame-ms MS --frame-msgs N
  *                         --msg-size B --gop N --no-drop]
@@ -68,6 +68,7 @@ typedef struct {
     size_t msg_size;
     uint64_t pacing_cap; /* bytes/s, 0: none */
     uint64_t margin_ns;
+    const char *cc; /* TCP_CONGESTION, NULL: the system's */
 } options;
 
 static uint64_t rnd_state = 88172645463325252ull;
@@ -80,7 +81,7 @@ static uint64_t rnd(void)
     return rnd_state;
 }
 
-static int connect_to(const char *spec)
+static int connect_to(const char *spec, const char *cc)
 {
     struct sockaddr_in sa;
     char host[64];
@@ -98,6 +99,8 @@ static int connect_to(const char *spec)
         die("--connect: not an IPv4 address");
     for (i = 0; i < 200; i++) {
         fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (cc != NULL && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) != 0)
+            die("setsockopt(TCP_CONGESTION)");
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
             /* Nagle would hold a small urgent message behind unacknowledged
              * data: real-time senders turn it off. */
@@ -493,6 +496,8 @@ int main(int argc, char **argv)
             o.frame_msgs = atoi(v);
         else if (strcmp(a, "--msg-size") == 0)
             o.msg_size = (size_t)atol(v);
+        else if (strcmp(a, "--cc") == 0)
+            o.cc = v;
         else if (strcmp(a, "--deadline-margin-ms") == 0)
             o.margin_ns = (uint64_t)(atof(v) * MS);
         else if (strcmp(a, "--pacing-cap") == 0)
@@ -513,7 +518,7 @@ int main(int argc, char **argv)
     if (o.drops_path != NULL && (drops = fopen(o.drops_path, "w")) == NULL)
         die("cannot open --drops");
 
-    fd = connect_to(o.connect_to);
+    fd = connect_to(o.connect_to, o.cc);
     if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL || (ssl = SSL_new(ctx)) == NULL)
         die("SSL_new");
     SSL_set_fd(ssl, fd);
