@@ -38,4 +38,5 @@ run_snd "$bin/sched_send" --connect "$addr:$port" --workload mix --drops "$work/
 rc=0; wait $rpid || rc=$?
 cat "$work/recv.err" "$work/send.err" "$work/send.out"
 [ $rc = 0 ] || { echo "stock receiver failed ($rc)"; exit 1; }
-exec /usr/bin/python3 "$here/check_delivery.py" "$work/recv.out" "$work/send.out" "$work/drops"
+# Not exec: the EXIT trap must still take the testbed down.
+/usr/bin/python3 "$here/check_delivery.py" "$work/recv.out" "$work/send.out" "$work/drops"
