@@ -167,6 +167,8 @@ typedef struct utls_stats_st {
                                      * limit (still delivered in order) */
     uint64_t probe_limit_hits;      /* headers abandoned at a probe limit */
     uint64_t ern_block_checks;      /* one-block candidate tests (numbered records) */
+    uint64_t provider_searches;     /* candidate searches done by the uTLS provider
+                                     * (when loaded: TLS 1.3 AES-GCM) */
     uint64_t ern_records_sent;      /* our records that carried a number */
     uint64_t ern_records_received;  /* in-order peer records that carried one */
     uint64_t decryptions_saved;     /* skipped records whose in-order bytes

@@ -191,6 +191,8 @@ void utls_conn_clear(utls_conn *c)
     OPENSSL_cleanse(c->next_iv, sizeof(c->next_iv));
     utls_ern_keys_clear(&c->ern_cur);
     utls_ern_keys_clear(&c->ern_next);
+    utls_aead_search_free(c->search);
+    OPENSSL_free(c->search_out);
     if (c->scratch != NULL)
         OPENSSL_clear_free(c->scratch, UTLS_SCRATCH_LEN);
     memset(c, 0, sizeof(*c));

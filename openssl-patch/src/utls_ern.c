@@ -277,6 +277,38 @@ int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
 
 /* --- Receiving out of order: the one-block test ------------------------------ */
 
+int utls_tls13_read_key(SSL *s, int next, unsigned char *key, size_t *keylen,
+                        unsigned char iv[12])
+{
+    /* RFC 8446 7.1-7.3: key and IV from the read traffic secret, or from
+     * the next one (7.2: HKDF-Expand-Label(secret, "traffic upd", "", Hash.length)). */
+    static const unsigned char upd[] = "traffic upd";
+    const EVP_MD *md = ssl_handshake_md(s);
+    const EVP_CIPHER *ciph = s->s3.tmp.new_sym_enc;
+    const unsigned char *secret = s->server ? s->client_app_traffic_secret
+                                            : s->server_app_traffic_secret;
+    unsigned char nsecret[EVP_MAX_MD_SIZE];
+    size_t hashlen;
+    int l, ok = 0;
+
+    if (md == NULL || ciph == NULL || (l = EVP_MD_get_size(md)) <= 0)
+        return 0;
+    hashlen = (size_t)l;
+    *keylen = (size_t)EVP_CIPHER_get_key_length(ciph);
+    if (*keylen > EVP_MAX_KEY_LENGTH)
+        return 0;
+    if (next) {
+        if (!tls13_hkdf_expand(s, md, secret, upd, sizeof(upd) - 1, NULL, hashlen, nsecret,
+                               hashlen, 0))
+            goto end;
+        secret = nsecret;
+    }
+    ok = tls13_derive_key(s, md, secret, key, *keylen) && tls13_derive_iv(s, md, secret, iv, 12);
+end:
+    OPENSSL_cleanse(nsecret, sizeof(nsecret));
+    return ok;
+}
+
 /*
  * utls_ern_keys_setup derives the raw key and IV of the current read key (or,
  * with |next|, the one a KeyUpdate would install) into |k|, for the one-block
@@ -284,21 +316,15 @@ int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
  */
 int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
 {
-    static const unsigned char upd[] = "traffic upd";
-    const EVP_MD *md = ssl_handshake_md(s);
     const EVP_CIPHER *ciph = s->s3.tmp.new_sym_enc;
-    const unsigned char *secret = s->server ? s->client_app_traffic_secret
-                                            : s->server_app_traffic_secret;
-    unsigned char nsecret[EVP_MAX_MD_SIZE], key[EVP_MAX_KEY_LENGTH];
-    size_t hashlen, keylen;
-    int l, ok = 0;
+    unsigned char key[EVP_MAX_KEY_LENGTH];
+    size_t keylen;
+    int ok = 0;
     EVP_CIPHER *blk = NULL;
 
     k->valid = 0;
-    if (md == NULL || ciph == NULL || (l = EVP_MD_get_size(md)) <= 0)
+    if (ciph == NULL)
         return 0;
-    hashlen = (size_t)l;
-    keylen = (size_t)EVP_CIPHER_get_key_length(ciph);
     switch (EVP_CIPHER_get_mode(ciph)) {
     case EVP_CIPH_GCM_MODE:
         k->kind = UTLS_ERN_KIND_GCM;
@@ -312,16 +338,7 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
         k->kind = UTLS_ERN_KIND_CHACHA;
         break;
     }
-    if (keylen > sizeof(key))
-        return 0;
-    if (next) {
-        if (!tls13_hkdf_expand(s, md, secret, upd, sizeof(upd) - 1, NULL, hashlen, nsecret,
-                               hashlen, 0))
-            goto end;
-        secret = nsecret;
-    }
-    if (!tls13_derive_key(s, md, secret, key, keylen)
-        || !tls13_derive_iv(s, md, secret, k->iv, sizeof(k->iv)))
+    if (!utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key))
         goto end;
     if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
         goto end;
@@ -340,7 +357,6 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
     ok = 1;
 end:
     EVP_CIPHER_free(blk);
-    OPENSSL_cleanse(nsecret, sizeof(nsecret));
     OPENSSL_cleanse(key, sizeof(key));
     return ok;
 }

@@ -15,6 +15,7 @@
 #include "utls/reasm.h"
 #include "utls/scan.h"
 #include "utls/seqpred.h"
+#include "utls/aeadsearch.h"
 #include "utls_hooks.h"
 
 /*
@@ -180,6 +181,11 @@ struct utls_conn_st {
      * corrupts the heap. */
     EVP_CIPHER_CTX *probe_ctx;
     int probe_ctx_valid;
+    /* AEAD candidate search through the uTLS provider (provider/), for the
+     * current TLS 1.3 AES-GCM key, when the provider is loaded; NULL
+     * otherwise (trial decryption one candidate at a time). */
+    UTLS_AEAD_SEARCH *search;
+    unsigned char *search_out;
     /* The read BIO's signals, valid while s->rbio == sig_bio. */
     BIO *sig_bio;
     const utls_bio_signals *sig;
@@ -269,6 +275,11 @@ int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t 
  * Returns 0 after SSLfatal() (a wrong number). */
 int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq);
 int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next);
+/* utls_tls13_read_key derives the raw read key (|*keylen| bytes, at most
+ * EVP_MAX_KEY_LENGTH) and 12-byte IV of the current TLS 1.3 read key, or with
+ * |next| of the one a KeyUpdate would install. Secrets: the caller wipes them. */
+int utls_tls13_read_key(SSL *s, int next, unsigned char *key, size_t *keylen,
+                        unsigned char iv[12]);
 void utls_ern_keys_clear(utls_ern_keys *k);
 int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
                            uint64_t seq);

@@ -187,6 +187,47 @@ static int utls_auto_tap(SSL *s, utls_conn *c)
     return 1;
 }
 
+/*
+ * utls_search_setup makes a candidate-search context for the current read
+ * key when it is TLS 1.3 AES-GCM and the uTLS provider can be fetched from
+ * the SSL_CTX's library context (OSSL_PROVIDER_load or openssl.cnf). Without
+ * it, candidates are tried one trial decryption at a time; either way the
+ * chosen candidate is confirmed by OpenSSL's own record check, so the results
+ * are the same.
+ */
+static void utls_search_setup(SSL *s, utls_conn *c)
+{
+    const EVP_CIPHER *ciph = s->s3.tmp.new_sym_enc;
+    unsigned char key[EVP_MAX_KEY_LENGTH], iv[12];
+    size_t keylen;
+    int kind;
+
+    utls_aead_search_free(c->search);
+    c->search = NULL;
+    if (!c->tls13 || ciph == NULL || EVP_CIPHER_get_mode(ciph) != EVP_CIPH_GCM_MODE)
+        return;
+    if (!utls_tls13_read_key(s, 0, key, &keylen, iv))
+        goto end;
+    kind = keylen == 16 ? UTLS_AEAD_SEARCH_AES_128_GCM : UTLS_AEAD_SEARCH_AES_256_GCM;
+    ERR_set_mark();
+    c->search = utls_aead_search_new(s->ctx->libctx, s->ctx->propq, kind, UTLS_AEAD_SEARCH_TLS13,
+                                     key, keylen, iv, sizeof(iv), UTLS_AEAD_SEARCH_PATH_AUTO);
+    ERR_pop_to_mark();
+    if (c->search != NULL && utls_aead_search_get_path(c->search) != UTLS_AEAD_SEARCH_PATH_PROVIDER) {
+        /* Only the provider's shortcut is worth it. */
+        utls_aead_search_free(c->search);
+        c->search = NULL;
+    }
+    if (c->search != NULL && c->search_out == NULL
+        && (c->search_out = OPENSSL_malloc(UTLS_SCRATCH_LEN)) == NULL) {
+        utls_aead_search_free(c->search);
+        c->search = NULL;
+    }
+end:
+    OPENSSL_cleanse(key, sizeof(key));
+    OPENSSL_cleanse(iv, sizeof(iv));
+}
+
 /* utls_copy_read_ctx takes the private copy of the read cipher context. */
 static void utls_copy_read_ctx(SSL *s, utls_conn *c)
 {
@@ -325,6 +366,7 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     if (c->gen_start_known)
         utls_seqpred_add_origin(c->pred, c->gen_start_offset, PRED_SEQ(0));
     c->probe_budget = UTLS_PROBE_BUDGET_BURST;
+    utls_search_setup(s, c);
     c->ooo_possible = 1;
     c->stats.fallback = UTLS_FALLBACK_NONE;
     return 1;
@@ -511,6 +553,32 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
             cands[n] = PRED_SEQ(n);
     } else {
         return 0;
+    }
+    /* With the provider: one search over all candidates picks the one that
+     * authenticates (or none); only that one gets the full record check. */
+    if (c->search != NULL && !next_key && n > 0 && c->probe_budget >= 1 && *allowance > 0) {
+        uint64_t seqs[UTLS_SEQPRED_MAX_CANDIDATES];
+        size_t m = 0, len, idx;
+
+        for (i = 0; i < n; i++)
+            if (cands[i] != 0)
+                seqs[m++] = cands[i] - 1;
+        c->probe_budget -= 1;
+        (*allowance)--;
+        c->stats.probes++;
+        c->stats.provider_searches++;
+        switch (utls_aead_search_run(c->search, c->search_out, &len, UTLS_SCRATCH_LEN, &idx, wire,
+                                     q->wire_len, seqs, m)) {
+        case UTLS_AEAD_SEARCH_FOUND:
+            return utls_verify_candidate(s, c, 0, hit, wire, q, arrival_ns, seqs[idx], 0,
+                                         allowance) > 0;
+        case UTLS_AEAD_SEARCH_NOT_FOUND:
+            c->stats.soft_failures++;
+            return 0;
+        case UTLS_AEAD_SEARCH_ERROR:
+        default:
+            break; /* one at a time below */
+        }
     }
     for (i = 0; i < n; i++) {
         int r;
@@ -979,6 +1047,8 @@ void utls_hook_read_key_changed(SSL *s)
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
     c->num_failed = 0;
+    utls_aead_search_free(c->search); /* made again for the new key */
+    c->search = NULL;
     /* New scanner; the predictor of what was the next key becomes the current
      * one (or a new one is made); the held bytes stay and are scanned again
      * under the new key (utls_pump). */
