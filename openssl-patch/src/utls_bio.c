@@ -359,6 +359,33 @@ size_t utls_segstore_num_events(const utls_segstore *c)
     return c->ev_count;
 }
 
+/* --- BIO methods ------------------------------------------------------------ */
+
+static int utls_bio_puts(BIO *b, const char *str)
+{
+    return BIO_write(b, str, (int)strlen(str));
+}
+
+BIO_METHOD *utls_bio_method_new(int *out_type, int kind, const char *name,
+                                int (*bwrite)(BIO *, const char *, int),
+                                int (*bread)(BIO *, char *, int),
+                                long (*ctrl)(BIO *, int, long, void *), int (*create)(BIO *),
+                                int (*destroy)(BIO *))
+{
+    BIO_METHOD *m;
+
+    *out_type = BIO_get_new_index() | kind;
+    m = BIO_meth_new(*out_type, name);
+    if (m == NULL
+        || !BIO_meth_set_write(m, bwrite) || !BIO_meth_set_read(m, bread)
+        || !BIO_meth_set_puts(m, utls_bio_puts) || !BIO_meth_set_ctrl(m, ctrl)
+        || !BIO_meth_set_create(m, create) || !BIO_meth_set_destroy(m, destroy)) {
+        BIO_meth_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* --- The segment BIO ----------------------------------------------------- */
 
 static int seg_new(BIO *b)
@@ -421,10 +448,6 @@ static long seg_ctrl(BIO *b, int cmd, long num, void *ptr)
     }
 }
 
-static int seg_puts(BIO *b, const char *str)
-{
-    return seg_write(b, str, (int)strlen(str));
-}
 
 static CRYPTO_ONCE seg_once = CRYPTO_ONCE_STATIC_INIT;
 static BIO_METHOD *seg_method = NULL;
@@ -435,19 +458,8 @@ static int utcp_type = -1;
 
 static void seg_method_init(void)
 {
-    BIO_METHOD *m;
-
-    seg_type = BIO_get_new_index() | BIO_TYPE_SOURCE_SINK;
-    m = BIO_meth_new(seg_type, "uTLS segment");
-
-    if (m == NULL
-        || !BIO_meth_set_write(m, seg_write) || !BIO_meth_set_read(m, seg_read)
-        || !BIO_meth_set_puts(m, seg_puts) || !BIO_meth_set_ctrl(m, seg_ctrl)
-        || !BIO_meth_set_create(m, seg_new) || !BIO_meth_set_destroy(m, seg_free)) {
-        BIO_meth_free(m);
-        return;
-    }
-    seg_method = m;
+    seg_method = utls_bio_method_new(&seg_type, BIO_TYPE_SOURCE_SINK, "uTLS segment", seg_write,
+                                     seg_read, seg_ctrl, seg_new, seg_free);
 }
 
 const BIO_METHOD *UTLS_BIO_s_segment(void)
@@ -649,26 +661,11 @@ static long utcp_ctrl(BIO *b, int cmd, long num, void *ptr)
     }
 }
 
-static int utcp_puts(BIO *b, const char *str)
-{
-    return utcp_write(b, str, (int)strlen(str));
-}
 
 static void utcp_method_init(void)
 {
-    BIO_METHOD *m;
-
-    utcp_type = BIO_get_new_index() | BIO_TYPE_FILTER;
-    m = BIO_meth_new(utcp_type, "uTLS uTCP");
-
-    if (m == NULL
-        || !BIO_meth_set_write(m, utcp_write) || !BIO_meth_set_read(m, utcp_read)
-        || !BIO_meth_set_puts(m, utcp_puts) || !BIO_meth_set_ctrl(m, utcp_ctrl)
-        || !BIO_meth_set_create(m, seg_new) || !BIO_meth_set_destroy(m, seg_free)) {
-        BIO_meth_free(m);
-        return;
-    }
-    utcp_method = m;
+    utcp_method = utls_bio_method_new(&utcp_type, BIO_TYPE_FILTER, "uTLS uTCP", utcp_write,
+                                      utcp_read, utcp_ctrl, seg_new, seg_free);
 }
 
 const BIO_METHOD *UTLS_BIO_f_utcp(void)

@@ -77,6 +77,14 @@ typedef struct {
  * has stream offset |read_off|; returns the tap BIO (|sock| becomes its next),
  * or NULL with an error raised and |sock| untouched (utls_tap.c). */
 BIO *utls_tap_wrap(BIO *sock, uint64_t read_off);
+/* utls_bio_method_new makes the BIO_METHOD of one of our BIOs (puts is
+ * BIO_write of the string) and its new type index in |*out_type|; NULL on
+ * failure. */
+BIO_METHOD *utls_bio_method_new(int *out_type, int kind, const char *name,
+                                int (*bwrite)(BIO *, const char *, int),
+                                int (*bread)(BIO *, char *, int),
+                                long (*ctrl)(BIO *, int, long, void *), int (*create)(BIO *),
+                                int (*destroy)(BIO *));
 int utls_tap_start_syn_watch(void);
 
 /* utls_segstore_take_event: see UTLS_BIO_CTRL_NEXT_FRAGMENT. */

@@ -860,28 +860,14 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
     }
 }
 
-static int tap_puts(BIO *b, const char *str)
-{
-    return tap_write(b, str, (int)strlen(str));
-}
 
 static CRYPTO_ONCE tap_meth_once = CRYPTO_ONCE_STATIC_INIT;
 static BIO_METHOD *tap_method = NULL;
 
 static void tap_method_init(void)
 {
-    BIO_METHOD *m;
-
-    tap_type = BIO_get_new_index() | BIO_TYPE_FILTER;
-    m = BIO_meth_new(tap_type, "uTLS tap");
-    if (m == NULL
-        || !BIO_meth_set_write(m, tap_write) || !BIO_meth_set_read(m, tap_read)
-        || !BIO_meth_set_puts(m, tap_puts) || !BIO_meth_set_ctrl(m, tap_ctrl)
-        || !BIO_meth_set_create(m, tap_new) || !BIO_meth_set_destroy(m, tap_free)) {
-        BIO_meth_free(m);
-        return;
-    }
-    tap_method = m;
+    tap_method = utls_bio_method_new(&tap_type, BIO_TYPE_FILTER, "uTLS tap", tap_write, tap_read,
+                                     tap_ctrl, tap_new, tap_free);
 }
 
 static const BIO_METHOD *tap_bio_method(void)
