@@ -507,6 +507,8 @@ size_t UTLS_BIO_segment_take_output(BIO *b, void *buf, size_t len)
     if (c == NULL)
         return 0;
     n = c->out_len < len ? c->out_len : len;
+    if (n == 0)
+        return 0; /* c->out may not exist yet: no pointer arithmetic on NULL */
     memcpy(buf, c->out, n);
     memmove(c->out, c->out + n, c->out_len - n);
     c->out_len -= n;
