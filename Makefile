@@ -11,10 +11,10 @@ all: build
 deps:
 	@bash tools/install-deps.sh
 
-$(BUILD)/build.ninja: deps
-	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
-
-configure: $(BUILD)/build.ninja
+# CMake is configured once; afterwards ninja re-runs it when a CMake file,
+# the patch series or our sources change.
+configure: deps
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
