@@ -1,0 +1,3 @@
+module utls.test/erninterop
+
+go 1.21
