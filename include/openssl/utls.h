@@ -79,6 +79,17 @@ unsigned long UTLS_base_version_num(void);
  */
 # define SSL_MODE_UNORDERED 0x00000200U
 
+/*
+ * SSL_MODE_UNORDERED_PARTIAL relaxes "one whole record per read" for
+ * programs that were not written for it: a record larger than the read
+ * buffer is returned in parts, the rest by the following reads and before any
+ * other record, as stock OpenSSL returns records, instead of failing with
+ * UTLS_R_BUFFER_TOO_SMALL. Records still arrive out of order between each
+ * other. The UTLS_MODE / UTLSMode setting "unordered" (for unmodified
+ * programs) sets it together with SSL_MODE_UNORDERED.
+ */
+# define SSL_MODE_UNORDERED_PARTIAL 0x00001000U
+
 /*-
  * Explicit record numbers (docs/ern.md)
  * =====================================

@@ -48,13 +48,16 @@ static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_c
         word[n] = '\0';
         value += n;
         if (strcasecmp(word, "unordered") == 0) {
-            *out_set |= SSL_MODE_UNORDERED;
+            /* Programs that do not know about uTLS read in chunks of any
+             * size: records larger than their buffer come in parts. */
+            *out_set |= SSL_MODE_UNORDERED | SSL_MODE_UNORDERED_PARTIAL;
         } else if (strcasecmp(word, "negotiate") == 0) {
             *out_set |= SSL_MODE_UTLS_NEGOTIATE;
         } else if (strcasecmp(word, "tap") == 0) {
             *out_tap = 1;
         } else if (strcasecmp(word, "off") == 0 || strcasecmp(word, "none") == 0) {
-            *out_clear |= SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE;
+            *out_clear |= SSL_MODE_UNORDERED | SSL_MODE_UNORDERED_PARTIAL
+                | SSL_MODE_UTLS_NEGOTIATE;
         } else {
             return 0;
         }

@@ -145,6 +145,9 @@ static void utls_ready_clear(utls_conn *c)
     for (i = 0; i < c->num_ready; i++)
         OPENSSL_clear_free(c->ready[i].data, c->ready[i].len); /* rare: always wipe */
     c->num_ready = 0;
+    if (c->partial_active)
+        OPENSSL_clear_free(c->partial.data, c->partial.len);
+    c->partial_active = 0;
 }
 
 /*

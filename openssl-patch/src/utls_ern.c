@@ -103,6 +103,7 @@ static int ern_ext_parse(SSL *s, unsigned int ext_type, unsigned int context,
         || (c = utls_conn_get(s)) == NULL || !ern_tokens(s, c)
         || CRYPTO_memcmp(in, c->ern_token[UTLS_ERN_OFFER], inlen) != 0)
         return 1;
+    c->ern_offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
     if (!c->ern_accepted && c->ern_token_due == 0)
         c->ern_token_due = UTLS_ERN_ACCEPT;
     return 1;

@@ -62,6 +62,9 @@ int utls_hook_read_bytes(struct ssl_st *s, unsigned char *buf, size_t len, int p
  * raised; nothing is consumed).
  */
 int utls_hook_deliver_inorder(struct ssl_st *s, struct ssl3_record_st *rr, size_t len);
+/* Plaintext held by uTLS that SSL_read() returns without waiting: records
+ * verified past a hole and the rest of one returned in parts. */
+size_t utls_hook_pending(const struct ssl_st *s);
 
 /* SSL_CTX_new, after the system configuration: apply UTLS_MODE and
  * SSLKEYLOGFILE from the environment. */

@@ -224,6 +224,11 @@ struct utls_conn_st {
     utls_seqset next_ahead; /* seqs of gen + 1 delivered out of order */
     utls_ready_record *ready;
     size_t num_ready;
+    /* SSL_MODE_UNORDERED_PARTIAL: the out-of-order record being returned in
+     * parts (data owned), and how much of it was returned. */
+    int partial_active;
+    utls_ready_record partial;
+    size_t partial_pos;
 
     unsigned char *scratch; /* one record: header + max ciphertext */
     int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */

@@ -940,11 +940,42 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
     return 1;
 }
 
+/* SSL_MODE_UNORDERED_PARTIAL: the next part of the record being returned. */
+static int partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
+                        size_t *readbytes, int *out_ret)
+{
+    utls_ready_record *r = &c->partial;
+    size_t n = r->len - c->partial_pos;
+
+    if (n > len)
+        n = len;
+    memcpy(buf, r->data + c->partial_pos, n);
+    *readbytes = n;
+    c->last_info.seq = r->seq;
+    c->last_info.key_generation = r->gen;
+    c->last_info.out_of_order = 1;
+    c->last_info.stream_offset = r->offset;
+    c->last_info.wire_len = r->wire_len;
+    c->last_info.arrival_ns = r->arrival_ns;
+    c->last_info_valid = 1;
+    if (!peek) {
+        c->partial_pos += n;
+        if (c->partial_pos == r->len) {
+            OPENSSL_clear_free(r->data, r->len);
+            r->data = NULL;
+            c->partial_active = 0;
+        }
+    }
+    *out_ret = 1;
+    return UTLS_HOOK_HANDLED;
+}
+
 int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_t *readbytes,
                          int *out_ret)
 {
     utls_conn *c;
     utls_ready_record *r;
+    size_t n;
 
     if (SSL_in_init(s) || (s->shutdown & SSL_RECEIVED_SHUTDOWN) || ossl_statem_in_error(s))
         return UTLS_HOOK_PASS;
@@ -952,6 +983,8 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     c->cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
     c->post_handshake = 1;
+    if (c->partial_active)
+        return partial_read(c, buf, len, peek, readbytes, out_ret);
     utls_pump(s, c);
     while (c->num_ready > 0 && c->ready[0].gen < c->gen)
         ready_remove(c, 0); /* records of an older key were read in order */
@@ -964,13 +997,32 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     }
     r = &c->ready[0];
-    if (len < r->len) {
-        utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu", r->len, len);
-        *out_ret = -1;
-        return UTLS_HOOK_HANDLED;
+    if (len < r->len && (s->mode & SSL_MODE_UNORDERED_PARTIAL) != 0 && !peek) {
+        /* Returned in parts: counted as delivered now, so the in-order path
+         * skips it, and finished by the next reads before anything else. */
+        if (!seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset))
+            return UTLS_HOOK_PASS;
+        c->stats.records_out_of_order++;
+        c->partial = *r;
+        c->partial_pos = 0;
+        c->partial_active = 1;
+        r->data = NULL; /* now owned by c->partial */
+        r->len = 0;
+        ready_remove(c, 0);
+        return partial_read(c, buf, len, peek, readbytes, out_ret);
     }
-    memcpy(buf, r->data, r->len);
-    *readbytes = r->len;
+    n = r->len;
+    if (len < n) {
+        if ((s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
+            utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu", r->len,
+                       len);
+            *out_ret = -1;
+            return UTLS_HOOK_HANDLED;
+        }
+        n = len; /* a peek at the first part */
+    }
+    memcpy(buf, r->data, n);
+    *readbytes = n;
     c->last_info.seq = r->seq;
     c->last_info.key_generation = r->gen;
     c->last_info.out_of_order = 1;
@@ -997,7 +1049,7 @@ int utls_hook_deliver_inorder(SSL *s, SSL3_RECORD *rr, size_t len)
 {
     utls_conn *c = utls_conn_get(s);
 
-    if (len < rr->length) {
+    if (len < rr->length && (s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
         utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu",
                    rr->length, len);
         return 0;
@@ -1005,9 +1057,25 @@ int utls_hook_deliver_inorder(SSL *s, SSL3_RECORD *rr, size_t len)
     if (c != NULL && rr->length > 0) {
         c->last_info = c->inorder_info;
         c->last_info_valid = 1;
-        c->stats.records_in_order++;
+        if (rr->off == 0 || (s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0)
+            c->stats.records_in_order++; /* once, at its first part */
     }
     return 1;
+}
+
+size_t utls_hook_pending(const SSL *s)
+{
+    const utls_conn *c = s->utls;
+    size_t i, num = 0;
+
+    if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0)
+        return 0;
+    if (c->partial_active)
+        num += c->partial.len - c->partial_pos;
+    for (i = 0; i < c->num_ready; i++)
+        if (c->ready[i].gen >= c->gen)
+            num += c->ready[i].len;
+    return num;
 }
 
 void utls_hook_read_key_changed(SSL *s)

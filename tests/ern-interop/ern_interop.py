@@ -414,11 +414,9 @@ def cmd_forkfork(cfg):
         log("%s: %s status=0x%x (%s) records sent with a number=%d received with a number=%d"
             % (pr.name, e["version"], e["status"], bits(e["status"]), e["sent"], e["received"]))
         if cfg.tls == "1.3":
-            # utls.h: OFFERED = "server: offered; client: saw a valid offer". The fork's
-            # client never sets it (ern_ext_parse in utls_ern.c does not set ern_offered),
-            # so a client that accepted reports 0xe. Known fork bug; only the bits that
-            # prove the negotiation (ACCEPTED|TX|RX) are required on the client.
-            need = 0xF if pr is server else 0xE
+            # utls.h: OFFERED = "server: offered; client: saw a valid offer",
+            # then ACCEPTED, TX and RX: all four bits on both ends.
+            need = 0xF
             if e["status"] & need != need:
                 raise Failure("ern", "%s: status 0x%x (%s), expected at least %s"
                               % (pr.name, e["status"], bits(e["status"]), bits(need)))
