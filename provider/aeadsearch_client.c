@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "be64.h"
 #include "utls/aeadsearch.h"
 
 #define STATIC_IV_LEN 12
@@ -60,19 +61,6 @@ static void wipe(void *p, size_t n)
 #else
     OPENSSL_cleanse(p, n);
 #endif
-}
-
-static void put_be64(unsigned char *p, uint64_t v)
-{
-    /* Written out so that compilers merge it into one byte-swapping store. */
-    p[0] = (unsigned char)(v >> 56);
-    p[1] = (unsigned char)(v >> 48);
-    p[2] = (unsigned char)(v >> 40);
-    p[3] = (unsigned char)(v >> 32);
-    p[4] = (unsigned char)(v >> 24);
-    p[5] = (unsigned char)(v >> 16);
-    p[6] = (unsigned char)(v >> 8);
-    p[7] = (unsigned char)v;
 }
 
 static EVP_CIPHER_CTX *provider_ctx(OSSL_LIB_CTX *libctx, const char *propq, int kind,
@@ -210,7 +198,7 @@ static enum utls_aead_search_result run_provider(UTLS_AEAD_SEARCH *s, uint8_t *o
     size_t i;
 
     for (i = 0; i < num_seqs; i++) {
-        put_be64(s->seqs_be + 8 * i, seqs[i]);
+        utls_store_be64(s->seqs_be + 8 * i, seqs[i]);
     }
     params[0] = OSSL_PARAM_construct_octet_string(UTLS_AEAD_SEARCH_PARAM_SEQS, s->seqs_be,
                                                   8 * num_seqs);
@@ -261,7 +249,7 @@ static enum utls_aead_search_result run_evp(UTLS_AEAD_SEARCH *s, uint8_t *out, s
         }
         if (s->layout == UTLS_AEAD_SEARCH_TLS12) {
             /* RFC 5246 6.2.3.3: seq_num + type + version + length */
-            put_be64(aad, seqs[i]);
+            utls_store_be64(aad, seqs[i]);
             aad[8] = record[0];
             aad[9] = record[1];
             aad[10] = record[2];

@@ -3,6 +3,7 @@
  * neither version branches on or indexes memory by operand bits.
  */
 #include "gf128.h"
+#include "be64.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 # define UTLS_GF128_CLMUL 1
@@ -10,39 +11,19 @@
 # include <wmmintrin.h>
 #endif
 
-static uint64_t load_be64(const unsigned char *p)
-{
-    /* Written out so that compilers turn it into one byte-swapping load. */
-    return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40)
-        | ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16)
-        | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
-}
-
-static void store_be64(unsigned char *p, uint64_t v)
-{
-    p[0] = (unsigned char)(v >> 56);
-    p[1] = (unsigned char)(v >> 48);
-    p[2] = (unsigned char)(v >> 40);
-    p[3] = (unsigned char)(v >> 32);
-    p[4] = (unsigned char)(v >> 24);
-    p[5] = (unsigned char)(v >> 16);
-    p[6] = (unsigned char)(v >> 8);
-    p[7] = (unsigned char)v;
-}
-
 utls_gf128 utls_gf128_load(const unsigned char in[16])
 {
     utls_gf128 a;
 
-    a.hi = load_be64(in);
-    a.lo = load_be64(in + 8);
+    a.hi = utls_load_be64(in);
+    a.lo = utls_load_be64(in + 8);
     return a;
 }
 
 void utls_gf128_store(unsigned char out[16], utls_gf128 a)
 {
-    store_be64(out, a.hi);
-    store_be64(out + 8, a.lo);
+    utls_store_be64(out, a.hi);
+    utls_store_be64(out + 8, a.lo);
 }
 
 utls_gf128 utls_gf128_mul_portable(utls_gf128 a, utls_gf128 b)

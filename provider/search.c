@@ -40,6 +40,7 @@
 #include <openssl/evp.h>
 #include <openssl/modes.h>
 
+#include "be64.h"
 #include "gf128.h"
 #include "search.h"
 #include "utls/aeadsearch.h"
@@ -98,26 +99,6 @@ static void ghash_only_stream(const unsigned char *in, unsigned char *out, size_
     (void)ivec;
 }
 
-static void put_be64(unsigned char *p, uint64_t v)
-{
-    /* Written out so that compilers merge it into one byte-swapping store. */
-    p[0] = (unsigned char)(v >> 56);
-    p[1] = (unsigned char)(v >> 48);
-    p[2] = (unsigned char)(v >> 40);
-    p[3] = (unsigned char)(v >> 32);
-    p[4] = (unsigned char)(v >> 24);
-    p[5] = (unsigned char)(v >> 16);
-    p[6] = (unsigned char)(v >> 8);
-    p[7] = (unsigned char)v;
-}
-
-static uint64_t get_be64(const unsigned char *p)
-{
-    return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40)
-        | ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16)
-        | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
-}
-
 /* 1 when |r| (a CRYPTO_memcmp result, 0..255) is 0, else 0; no branch. */
 static size_t ct_is_zero(int r)
 {
@@ -146,7 +127,7 @@ static void nonce_for(const utls_search_key *k, const unsigned char *record, uin
         return;
     }
     memcpy(nonce, k->iv, 4);
-    put_be64(nonce + 4, k->iv_tail ^ seq);
+    utls_store_be64(nonce + 4, k->iv_tail ^ seq);
 }
 
 /* RFC 5246 6.2.3.3: additional_data = seq_num + TLSCompressed.type +
@@ -154,7 +135,7 @@ static void nonce_for(const utls_search_key *k, const unsigned char *record, uin
 static void tls12_aad(unsigned char aad[TLS12_AAD_LEN], uint64_t seq, const unsigned char *record,
                       size_t plain_len)
 {
-    put_be64(aad, seq);
+    utls_store_be64(aad, seq);
     aad[8] = record[0];
     aad[9] = record[1];
     aad[10] = record[2];
@@ -216,7 +197,7 @@ utls_search_key *utls_search_key_new(OSSL_LIB_CTX *libctx, int kind, int layout,
     memcpy(k->iv, iv, iv_len);
     k->iv_len = iv_len;
     if (iv_len == GCM_NONCE_LEN) {
-        k->iv_tail = get_be64(iv + 4);
+        k->iv_tail = utls_load_be64(iv + 4);
     }
 
     if (!is_gcm(kind)) {

@@ -632,7 +632,8 @@ static int utcp_read(BIO *b, char *out, int outl)
     return seg_read_inorder(b, c, out, outl);
 }
 
-static int utcp_write(BIO *b, const char *in, int inl)
+/* Filter BIOs (uTCP, tap): writes go straight to the next BIO. */
+int utls_bio_filter_write(BIO *b, const char *in, int inl)
 {
     BIO *next = BIO_next(b);
     int r;
@@ -666,8 +667,9 @@ static long utcp_ctrl(BIO *b, int cmd, long num, void *ptr)
 
 static void utcp_method_init(void)
 {
-    utcp_method = utls_bio_method_new(&utcp_type, BIO_TYPE_FILTER, "uTLS uTCP", utcp_write,
-                                      utcp_read, utcp_ctrl, seg_new, seg_free);
+    utcp_method = utls_bio_method_new(&utcp_type, BIO_TYPE_FILTER, "uTLS uTCP",
+                                      utls_bio_filter_write, utcp_read, utcp_ctrl, seg_new,
+                                      seg_free);
 }
 
 const BIO_METHOD *UTLS_BIO_f_utcp(void)

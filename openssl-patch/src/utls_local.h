@@ -85,6 +85,9 @@ BIO_METHOD *utls_bio_method_new(int *out_type, int kind, const char *name,
                                 int (*bread)(BIO *, char *, int),
                                 long (*ctrl)(BIO *, int, long, void *), int (*create)(BIO *),
                                 int (*destroy)(BIO *));
+/* utls_bio_filter_write: BIO_write of a filter BIO that passes writes to
+ * its next BIO unchanged (uTCP, tap). */
+int utls_bio_filter_write(BIO *b, const char *in, int inl);
 int utls_tap_start_syn_watch(void);
 
 /* utls_segstore_take_event: see UTLS_BIO_CTRL_NEXT_FRAGMENT. */

@@ -119,14 +119,20 @@ static int ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
     return -1;
 }
 
-static void ready_remove(utls_conn *c, size_t i)
+static void ready_free_data(const utls_conn *c, utls_ready_record *r)
 {
     /* Plaintext is wiped as stock OpenSSL wipes its own: only with
      * SSL_OP_CLEANSE_PLAINTEXT. */
     if (c->cleanse_plaintext)
-        OPENSSL_clear_free(c->ready[i].data, c->ready[i].len);
+        OPENSSL_clear_free(r->data, r->len);
     else
-        OPENSSL_free(c->ready[i].data);
+        OPENSSL_free(r->data);
+    r->data = NULL;
+}
+
+static void ready_remove(utls_conn *c, size_t i)
+{
+    ready_free_data(c, &c->ready[i]);
     memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i - 1) * sizeof(*c->ready));
     c->num_ready--;
 }
@@ -940,6 +946,24 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
     return 1;
 }
 
+/* The metadata UTLS_read_record() reports for (a part of) ready record |r|. */
+static void ready_info(utls_conn *c, const utls_ready_record *r)
+{
+    c->last_info.seq = r->seq;
+    c->last_info.key_generation = r->gen;
+    c->last_info.out_of_order = 1;
+    c->last_info.stream_offset = r->offset;
+    c->last_info.wire_len = r->wire_len;
+    c->last_info.arrival_ns = r->arrival_ns;
+    c->last_info_valid = 1;
+}
+
+/* Remembers ready record |r| as delivered, so the in-order path skips it. */
+static int mark_delivered(utls_conn *c, const utls_ready_record *r)
+{
+    return seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset);
+}
+
 /* SSL_MODE_UNORDERED_PARTIAL: the next part of the record being returned. */
 static int partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
                         size_t *readbytes, int *out_ret)
@@ -951,18 +975,11 @@ static int partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
         n = len;
     memcpy(buf, r->data + c->partial_pos, n);
     *readbytes = n;
-    c->last_info.seq = r->seq;
-    c->last_info.key_generation = r->gen;
-    c->last_info.out_of_order = 1;
-    c->last_info.stream_offset = r->offset;
-    c->last_info.wire_len = r->wire_len;
-    c->last_info.arrival_ns = r->arrival_ns;
-    c->last_info_valid = 1;
+    ready_info(c, r);
     if (!peek) {
         c->partial_pos += n;
         if (c->partial_pos == r->len) {
-            OPENSSL_clear_free(r->data, r->len);
-            r->data = NULL;
+            ready_free_data(c, r);
             c->partial_active = 0;
         }
     }
@@ -997,20 +1014,6 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     }
     r = &c->ready[0];
-    if (len < r->len && (s->mode & SSL_MODE_UNORDERED_PARTIAL) != 0 && !peek) {
-        /* Returned in parts: counted as delivered now, so the in-order path
-         * skips it, and finished by the next reads before anything else. */
-        if (!seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset))
-            return UTLS_HOOK_PASS;
-        c->stats.records_out_of_order++;
-        c->partial = *r;
-        c->partial_pos = 0;
-        c->partial_active = 1;
-        r->data = NULL; /* now owned by c->partial */
-        r->len = 0;
-        ready_remove(c, 0);
-        return partial_read(c, buf, len, peek, readbytes, out_ret);
-    }
     n = r->len;
     if (len < n) {
         if ((s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
@@ -1019,25 +1022,28 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
             *out_ret = -1;
             return UTLS_HOOK_HANDLED;
         }
-        n = len; /* a peek at the first part */
+        n = len; /* the first part; the rest follows (or, peeking, stays) */
+    }
+    if (!peek && !mark_delivered(c, r)) {
+        /* Cannot remember it: let the in-order path deliver it instead. */
+        ready_remove(c, 0);
+        c->last_info_valid = 0;
+        return UTLS_HOOK_PASS;
     }
     memcpy(buf, r->data, n);
     *readbytes = n;
-    c->last_info.seq = r->seq;
-    c->last_info.key_generation = r->gen;
-    c->last_info.out_of_order = 1;
-    c->last_info.stream_offset = r->offset;
-    c->last_info.wire_len = r->wire_len;
-    c->last_info.arrival_ns = r->arrival_ns;
-    c->last_info_valid = 1;
+    ready_info(c, r);
     if (!peek) {
-        if (!seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset)) {
-            /* Cannot remember it: let the in-order path deliver it instead. */
-            ready_remove(c, 0);
-            c->last_info_valid = 0;
-            return UTLS_HOOK_PASS;
-        }
         c->stats.records_out_of_order++;
+        if (n < r->len) {
+            /* SSL_MODE_UNORDERED_PARTIAL: the next reads return the rest
+             * before anything else. */
+            c->partial = *r;
+            c->partial_pos = n;
+            c->partial_active = 1;
+            r->data = NULL; /* now owned by c->partial */
+            r->len = 0;
+        }
         ready_remove(c, 0);
     }
     s->rwstate = SSL_NOTHING;

@@ -812,19 +812,6 @@ static int tap_read(BIO *b, char *out, int outl)
     return r;
 }
 
-static int tap_write(BIO *b, const char *in, int inl)
-{
-    BIO *next = BIO_next(b);
-    int r;
-
-    BIO_clear_retry_flags(b);
-    if (next == NULL)
-        return 0;
-    r = BIO_write(next, in, inl);
-    BIO_copy_next_retry(b);
-    return r;
-}
-
 static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
 {
     tap_ctx *t = BIO_get_data(b);
@@ -866,8 +853,9 @@ static BIO_METHOD *tap_method = NULL;
 
 static void tap_method_init(void)
 {
-    tap_method = utls_bio_method_new(&tap_type, BIO_TYPE_FILTER, "uTLS tap", tap_write, tap_read,
-                                     tap_ctrl, tap_new, tap_free);
+    tap_method = utls_bio_method_new(&tap_type, BIO_TYPE_FILTER, "uTLS tap",
+                                     utls_bio_filter_write, tap_read, tap_ctrl, tap_new,
+                                     tap_free);
 }
 
 static const BIO_METHOD *tap_bio_method(void)
