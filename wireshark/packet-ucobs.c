@@ -281,7 +281,11 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
     }
 
     proto_item_append_text(ti, ", %u datagram%s", num_datagrams, num_datagrams == 1 ? "" : "s");
-    col_add_fstr(pinfo->cinfo, COL_INFO, "%u datagram%s", num_datagrams, num_datagrams == 1 ? "" : "s");
+    /* A payload that only starts a datagram says nothing: TCP's "segment of
+     * a reassembled PDU" stays in the Info column. */
+    if (num_datagrams != 0 || num_bad != 0) {
+        col_add_fstr(pinfo->cinfo, COL_INFO, "%u datagram%s", num_datagrams, num_datagrams == 1 ? "" : "s");
+    }
     if (num_bad != 0) {
         col_append_fstr(pinfo->cinfo, COL_INFO, ", %u malformed", num_bad);
     }

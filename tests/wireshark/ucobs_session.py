@@ -25,7 +25,8 @@ tshark runs as the unprivileged user nobody with WIRESHARK_PLUGIN_DIR set to
 the build tree's plugin directory: as root it would load only the global
 plugin directory, which other builds may overwrite at any time.
 
-Usage (ctest): ucobs_session.py run --tshark T --plugin-dir DIR --prefix ucd
+Usage (ctest): ucobs_session.py run --tshark T --plugin BUILD/wireshark/plugins/4.0/epan/utls.so
+                                   --prefix ucd
 Internal: serve / send / tls-serve / tls-send (run inside the namespace).
 Exit 0 pass, 1 fail, 77 skip.
 """
@@ -51,6 +52,11 @@ MAX_DATAGRAM = 65535
 PORT_SESSION, SPORT_SESSION = 47001, 47002
 PORT_TLS = 47011
 PORT_BAD, SPORT_BAD = 47021, 47022
+# The dissector's expert items (each appears once per occurrence in PDML).
+EXPERTS = ("ucobs.non_canonical", "ucobs.oversized", "ucobs.undelimited.expert", "ucobs.truncated")
+# The session's datagrams from this index on are written in one write, so
+# segments hold many frames and cut them at arbitrary places.
+BATCH_FROM = 12
 
 
 class Fail(Exception):
@@ -167,7 +173,8 @@ def session_datagrams():
         anyb(MAX_DATAGRAM),                       # the maximum
         nz(MAX_DATAGRAM),                         # the maximum, longest encoding
         b"last",
-    ]
+    ] + [rng.choice((b"", b"\x00", b"\x00\x00", nz(rng.randrange(1, 300)), anyb(rng.randrange(1, 300))))
+         for _ in range(40)]
 
 
 def bad_stream():
@@ -226,10 +233,14 @@ def cmd_send(a):
     if a.raw:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     s.connect(("127.0.0.1", a.port))
-    for c in chunks:
-        s.sendall(c if a.raw else frame(c))  # one write per datagram
-        if a.raw:
+    if a.raw:
+        for c in chunks:
+            s.sendall(c)
             time.sleep(0.05)  # one chunk per segment: the heuristic sees the first alone
+    else:
+        for c in chunks[:BATCH_FROM]:
+            s.sendall(frame(c))  # one write per datagram
+        s.sendall(b"".join(frame(c) for c in chunks[BATCH_FROM:]))
     s.shutdown(socket.SHUT_WR)
     reply = recv_all(s)
     s.close()
@@ -394,12 +405,8 @@ class Tshark:
                     reasm = True
                 elif n == "tcp.payload" and first is None:
                     first = (f.get("value") or "")[:2]
-                elif n and n.startswith("ucobs.") and f.get("showname", "").startswith("Expert Info"):
+                elif n in EXPERTS:
                     experts.append(n)
-                elif n == "_ws.expert":
-                    for g in f.iter("field"):
-                        if (g.get("name") or "").startswith("ucobs."):
-                            experts.append(g.get("name"))
             out.append((sport, dgs, idx, experts, reasm, first))
         return out
 
@@ -442,8 +449,12 @@ def cmd_run(a):
     if os.geteuid() != 0:
         log("SKIP: network namespaces and tcpdump need root")
         return SKIP
-    if not os.path.exists(os.path.join(a.plugin_dir, "4.0", "epan", "utls.so")):
-        raise Fail("no plugin under %s (build the utls_wireshark target)" % a.plugin_dir)
+    if not os.path.isfile(a.plugin):
+        raise Fail("no plugin at %s (build the utls_wireshark target)" % a.plugin)
+    epan = os.path.dirname(os.path.abspath(a.plugin))
+    if os.path.basename(epan) != "epan":
+        raise Fail("%s is not in a DIR/X.Y/epan/ plugin tree" % a.plugin)
+    a.plugin_dir = os.path.dirname(os.path.dirname(epan))
     self_test_codec()
     work = tempfile.mkdtemp(prefix="utls-ucobs-")
     os.chmod(work, 0o755)  # tshark runs as nobody
@@ -513,6 +524,15 @@ def cmd_run(a):
             forced = ts.packets(pcap, "--disable-heuristic", "ucobs_tcp", *opts)
             check(compare("tshark %s" % " ".join(opts), sent, by_direction(forced, SPORT_SESSION)[0]))
         log("heuristic off: nothing decoded; ucobs.tcp.port and Decode As: every datagram")
+        # Two passes (as the GUI does): the same datagrams and indexes.
+        two = ts.packets(pcap, "-2")
+        check(compare("tshark -2", sent, by_direction(two, SPORT_SESSION)[0]))
+        if by_direction(two, SPORT_SESSION)[1] != list(range(len(sent))):
+            raise Fail("tshark -2: ucobs.index %s" % by_direction(two, SPORT_SESSION)[1])
+        multi = max(len(p[1]) for p in pk)
+        if multi < 2:
+            raise Fail("no packet holds more than one datagram: the batch was not coalesced")
+        log("tshark -2: same datagrams and indexes; up to %d datagrams in one packet" % multi)
 
         # 3. TLS is not claimed.
         cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
@@ -601,7 +621,7 @@ def main():
     ap.add_argument("command", choices=("run", "serve", "send", "tls-serve", "tls-send"))
     ap.add_argument("--tshark", default="/usr/bin/tshark")
     ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--plugin-dir", default="")
+    ap.add_argument("--plugin", default="", help="the built utls.so, in a tree DIR/X.Y/epan/ (WIRESHARK_PLUGIN_DIR=DIR)")
     ap.add_argument("--prefix", default="ucd")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--sport", type=int, default=0)
