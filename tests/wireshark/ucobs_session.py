@@ -52,6 +52,7 @@ MAX_DATAGRAM = 65535
 PORT_SESSION, SPORT_SESSION = 47001, 47002
 PORT_TLS = 47011
 PORT_BAD, SPORT_BAD = 47021, 47022
+PORT_BIGFIRST, SPORT_BIGFIRST = 47031, 47032
 # The dissector's expert items (each appears once per occurrence in PDML).
 EXPERTS = ("ucobs.non_canonical", "ucobs.oversized", "ucobs.undelimited.expert", "ucobs.truncated")
 # The session's datagrams from this index on are written in one write, so
@@ -443,8 +444,41 @@ def write_json(path, obj):
     return path
 
 
+def run_session(ns, work, me, name, port, sport, sent):
+    """Runs the uCOBS receiver and sender in |ns| under tcpdump; checks what the
+    live peers got (the receiver: |sent|; the sender: the receiver's reply).
+    Returns the capture's path."""
+    pcap = os.path.join(work, name + ".pcap")
+    server_out, client_out = os.path.join(work, name + "-server.json"), os.path.join(work, name + "-client.json")
+    cap = Capture(ns, pcap, "tcp port %d" % port)
+    try:
+        srv = start_server(ns, me + ["serve", "--port", str(port), "--out", server_out])
+        cli = subprocess.Popen(ns.argv(*(me + ["send", "--port", str(port), "--sport", str(sport), "--input",
+                                               write_json(os.path.join(work, name + "-sent.json"),
+                                                          [d.hex() for d in sent]),
+                                               "--out", client_out])),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        finish(cli, "uCOBS sender")
+        finish(srv, "uCOBS receiver")
+    finally:
+        cap.stop()
+    with open(server_out) as f:
+        server_got = [bytes.fromhex(h) for h in json.load(f)["datagrams"]]
+    with open(client_out) as f:
+        client_got = [bytes.fromhex(h) for h in json.load(f)["datagrams"]]
+    check(compare("%s: the live receiver" % name, sent, server_got))
+    check(compare("%s: the live sender's reply" % name, [("received %d datagrams" % len(sent)).encode()],
+                  client_got))
+    return pcap
+
+
+def is_subsequence(part, whole):
+    it = iter(whole)
+    return all(any(p == w for w in it) for p in part)
+
+
 def cmd_run(a):
-    for tool in ("tcpdump", "ip", "ethtool", "setpriv", "openssl", a.tshark):
+    for tool in ("tcpdump", "ip", "ethtool", "setpriv", "openssl", "editcap", a.tshark):
         if shutil.which(tool) is None:
             log("SKIP: %s not installed" % tool)
             return SKIP
@@ -465,7 +499,7 @@ def cmd_run(a):
     if "\tucobs" not in protos:
         raise Fail("tshark did not load the plugin from %s" % a.plugin_dir)
     decodes = ts.run("-G", "decodes")
-    for port in (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD):
+    for port in (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD, PORT_BIGFIRST, SPORT_BIGFIRST):
         if "tcp.port\t%d\t" % port in decodes:
             raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
     me = [a.python, os.path.abspath(__file__)]
@@ -474,28 +508,8 @@ def cmd_run(a):
     try:
         # 1. A real uCOBS session.
         sent = session_datagrams()
-        pcap = os.path.join(work, "session.pcap")
-        cap = Capture(ns, pcap, "tcp port %d" % PORT_SESSION)
-        try:
-            srv = start_server(ns, me + ["serve", "--port", str(PORT_SESSION), "--out",
-                                         os.path.join(work, "server.json")])
-            cli = subprocess.Popen(ns.argv(*(me + ["send", "--port", str(PORT_SESSION), "--sport",
-                                                   str(SPORT_SESSION), "--input",
-                                                   write_json(os.path.join(work, "sent.json"),
-                                                              [d.hex() for d in sent]),
-                                                   "--out", os.path.join(work, "client.json")])),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            finish(cli, "uCOBS sender")
-            finish(srv, "uCOBS receiver")
-        finally:
-            cap.stop()
-        with open(os.path.join(work, "server.json")) as f:
-            server_got = [bytes.fromhex(h) for h in json.load(f)["datagrams"]]
-        with open(os.path.join(work, "client.json")) as f:
-            client_got = [bytes.fromhex(h) for h in json.load(f)["datagrams"]]
+        pcap = run_session(ns, work, me, "session", PORT_SESSION, SPORT_SESSION, sent)
         reply = [("received %d datagrams" % len(sent)).encode()]
-        check(compare("the live receiver", sent, server_got))
-        check(compare("the live sender's reply", reply, client_got))
 
         pk = ts.packets(pcap)
         c2s, c2s_idx = by_direction(pk, SPORT_SESSION)
@@ -536,6 +550,43 @@ def cmd_run(a):
             raise Fail("no packet holds more than one datagram: the batch was not coalesced")
         log("tshark -2: same datagrams and indexes; up to %d datagrams in one packet" % multi)
 
+        # Without TCP reassembly: datagrams inside one segment are still shown,
+        # those spanning segments are reported (truncated / undelimited), and
+        # nothing is shown that was not sent.
+        nr = ts.packets(pcap, "-o", "tcp.desegment_tcp_streams:FALSE")
+        nr_got = by_direction(nr, SPORT_SESSION)[0]
+        nr_experts = [e for p in nr for e in p[3]]
+        log("session without TCP reassembly: %d of %d datagrams shown; expert items %s"
+            % (len(nr_got), len(sent), sorted(set(nr_experts))))
+        if not is_subsequence(nr_got, sent) or len(nr_got) < len(sent) // 2:
+            raise Fail("without reassembly: datagrams that were not sent, or too few (%d)" % len(nr_got))
+        if "ucobs.truncated" not in nr_experts or "ucobs.undelimited.expert" not in nr_experts:
+            raise Fail("without reassembly: the cut datagrams are not reported")
+
+        # A session whose first datagram is longer than a segment: claimed by
+        # the stream-start rule of the heuristic.
+        rng = random.Random(11)
+        big_first = [bytes(rng.randrange(256) for _ in range(5000)), b"second", b""]
+        bpcap0 = run_session(ns, work, me, "bigfirst", PORT_BIGFIRST, SPORT_BIGFIRST, big_first)
+        got = by_direction(ts.packets(bpcap0), SPORT_BIGFIRST)[0]
+        check(compare("tshark, first datagram longer than a segment", big_first, got))
+        log("first datagram longer than a segment: claimed at the stream start, %d datagrams shown" % len(got))
+
+        # Random corruption of the capture (editcap -E): tshark neither
+        # crashes nor reports a dissector bug.
+        fuzzed = os.path.join(work, "fuzzed.pcap")
+        # Ethernet, IPv4 and TCP with timestamps: 66 bytes left intact.
+        subprocess.run(["editcap", "-E", "0.002", "-o", "66", pcap, fuzzed], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.chmod(fuzzed, 0o644)
+        fz = ts.run("-r", fuzzed, "-T", "fields", "-e", "_ws.expert.message")
+        bugs = [m for m in fz.splitlines() if "Dissector bug" in m or "Exception occurred" in m]
+        if bugs:
+            raise Fail("a dissector bug or exception on a corrupted capture: %s" % bugs[:3])
+        flagged = sum(1 for m in fz.splitlines() if "not a canonical COBS" in m)
+        log("corrupted copy of the session capture (editcap -E 0.002): no exception; %d packets with "
+            "non-canonical frames" % flagged)
+
         # 3. TLS is not claimed.
         cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
@@ -565,7 +616,7 @@ def cmd_run(a):
         zero_start = sum(1 for r in rows if r[0].startswith("00"))
         claimed = [r for r in rows if "ucobs" in r[1].lower()]
         log("TLS: %d packets, %d with TLS records; with TLS off, %d payloads start with 0x00; claimed by ucobs: "
-            "%d and %d" % (len(rows), len(tls_frames), zero_start, 0, len(claimed)))
+            "none with TLS on, %d with TLS off" % (len(rows), len(tls_frames), zero_start, len(claimed)))
         if claimed:
             raise Fail("with the TLS dissector off, ucobs claimed %d TLS frames" % len(claimed))
         if zero_start == 0:
