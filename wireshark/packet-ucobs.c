@@ -115,7 +115,8 @@ static guint ucobs_direction(packet_info *pinfo)
 /* The datagram index of the frame starting at |stream_pos| in this
  * direction: assigned on the first pass, looked up afterwards. Returns
  * FALSE when unknown (no TCP sequence information). */
-static gboolean ucobs_index(packet_info *pinfo, struct tcpinfo *tcpinfo, gint start, guint32 *out_index)
+static gboolean ucobs_index(packet_info *pinfo, struct tcpinfo *tcpinfo, gint start,
+                            guint32 *out_index)
 {
     if (tcpinfo == NULL) {
         return FALSE;
@@ -141,15 +142,17 @@ static gboolean ucobs_index(packet_info *pinfo, struct tcpinfo *tcpinfo, gint st
 
 /* Decodes one frame (the |enc_len| non-zero bytes at |start|; the delimiter
  * before it is at start - 1) and adds it to |tree|. */
-static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, struct tcpinfo *tcpinfo,
-                            gint start, guint enc_len, gboolean closed, guint *num_datagrams)
+static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+                            struct tcpinfo *tcpinfo, gint start, guint enc_len, gboolean closed,
+                            guint *num_datagrams)
 {
     gint item_len = (gint)enc_len + 1 + (closed ? 1 : 0);
     if (enc_len > UCOBS_MAX_ENCODED) {
-        proto_item *bi = proto_tree_add_item(tree, hf_ucobs_bad_frame, tvb, start - 1, item_len, ENC_NA);
+        proto_item *bi =
+            proto_tree_add_item(tree, hf_ucobs_bad_frame, tvb, start - 1, item_len, ENC_NA);
         expert_add_info_format(pinfo, bi, &ei_ucobs_oversized,
-                               "uCOBS frame of more than %u encoded bytes (the largest datagram, %u bytes, "
-                               "encodes to %u): dropped",
+                               "uCOBS frame of more than %u encoded bytes (the largest "
+                               "datagram, %u bytes, encodes to %u): dropped",
                                UCOBS_MAX_ENCODED, UCOBS_MAX_DATAGRAM, UCOBS_MAX_ENCODED);
         return;
     }
@@ -159,16 +162,23 @@ static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
     size_t dec_len = 0;
     utls_cobs_result r = utls_cobs_decode(enc, enc_len, dec, cap, &dec_len);
     if (r != UTLS_COBS_OK) {
-        proto_item *bi = proto_tree_add_item(tree, hf_ucobs_bad_frame, tvb, start - 1, item_len, ENC_NA);
+        proto_item *bi =
+            proto_tree_add_item(tree, hf_ucobs_bad_frame, tvb, start - 1, item_len, ENC_NA);
         if (r == UTLS_COBS_ERR_SPACE) {
             expert_add_info_format(pinfo, bi, &ei_ucobs_oversized,
-                                   "uCOBS frame decodes to more than %u bytes: dropped", UCOBS_MAX_DATAGRAM);
+                                   "uCOBS frame decodes to more than %u bytes: dropped",
+                                   UCOBS_MAX_DATAGRAM);
         } else {
+            /* The frame holds no zero, so the codec can only report a bad
+             * code byte or a non-canonical ending (UTLS_COBS_ERR_CODE). */
             expert_add_info_format(pinfo, bi, &ei_ucobs_non_canonical,
-                                   "uCOBS frame of %u bytes is not a canonical COBS encoding (%s): dropped",
-                                   enc_len, r == UTLS_COBS_ERR_CODE ? "a code byte runs past the frame or an "
-                                                                      "empty block ends it after a 255-block"
-                                                                    : utls_cobs_result_name(r));
+                                   "uCOBS frame of %u bytes is not a canonical COBS encoding (%s): "
+                                   "dropped",
+                                   enc_len,
+                                   r == UTLS_COBS_ERR_CODE
+                                       ? "a code byte runs past the frame or an empty block "
+                                         "ends it after a 255-block"
+                                       : utls_cobs_result_name(r));
         }
         return;
     }
@@ -188,7 +198,8 @@ static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
         proto_item *ii = proto_tree_add_uint(ft, hf_ucobs_index, tvb, start - 1, item_len, idx);
         proto_item_set_generated(ii);
     }
-    proto_item *li = proto_tree_add_uint(ft, hf_ucobs_length, tvb, start, (gint)enc_len, (guint32)dec_len);
+    proto_item *li =
+        proto_tree_add_uint(ft, hf_ucobs_length, tvb, start, (gint)enc_len, (guint32)dec_len);
     proto_item_set_generated(li);
     proto_tree_add_uint(ft, hf_ucobs_encoded_length, tvb, start, (gint)enc_len, enc_len);
     proto_item *oi = proto_tree_add_uint(ft, hf_ucobs_overhead, tvb, start, (gint)enc_len,
@@ -197,8 +208,9 @@ static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
 
     tvbuff_t *dtvb = tvb_new_child_real_data(tvb, dec, (guint)dec_len, (gint)dec_len);
     if (dec_len != 0) {
-        add_new_data_source(pinfo, dtvb, have_idx ? wmem_strdup_printf(pinfo->pool, "uCOBS datagram %u", idx)
-                                                  : "uCOBS datagram");
+        add_new_data_source(pinfo, dtvb,
+                            have_idx ? wmem_strdup_printf(pinfo->pool, "uCOBS datagram %u", idx)
+                                     : "uCOBS datagram");
     }
     proto_tree_add_item(ft, hf_ucobs_datagram, dtvb, 0, (gint)dec_len, ENC_NA);
     (*num_datagrams)++;
@@ -232,8 +244,9 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
         guint n = z < 0 ? len : (guint)z;
         proto_item *ui = proto_tree_add_item(ut, hf_ucobs_undelimited, tvb, 0, (gint)n, ENC_NA);
         expert_add_info_format(pinfo, ui, &ei_ucobs_undelimited,
-                               "%u bytes without a leading delimiter (capture began inside a datagram, or the "
-                               "rest of a dropped frame): not a datagram", n);
+                               "%u bytes without a leading delimiter (capture began inside a "
+                               "datagram, or the rest of a dropped frame): not a datagram",
+                               n);
         num_bad++;
         off = n;
     }
@@ -260,20 +273,22 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
                 pinfo->desegment_offset = (int)start - 1;
                 pinfo->desegment_len = DESEGMENT_ONE_MORE_SEGMENT;
                 if (start - 1 == 0) {
-                    proto_item_append_text(ti, " (start of a datagram, reassembled in a later segment)");
+                    proto_item_append_text(ti, " (start of a datagram, reassembled later)");
                 }
                 break;
             }
-            proto_item *bi = proto_tree_add_item(ut, hf_ucobs_bad_frame, tvb, (gint)start - 1, (gint)have + 1,
-                                                 ENC_NA);
+            proto_item *bi = proto_tree_add_item(ut, hf_ucobs_bad_frame, tvb, (gint)start - 1,
+                                                 (gint)have + 1, ENC_NA);
             expert_add_info_format(pinfo, bi, &ei_ucobs_truncated,
-                                   "uCOBS frame without its closing delimiter (%u bytes; end of capture or "
-                                   "reassembly off): not decoded", have);
+                                   "uCOBS frame without its closing delimiter (%u bytes; end of "
+                                   "capture or reassembly off): not decoded",
+                                   have);
             num_bad++;
             break;
         }
         guint before = num_datagrams;
-        ucobs_add_frame(tvb, pinfo, ut, tcpinfo, (gint)start, (guint)z - start, TRUE, &num_datagrams);
+        ucobs_add_frame(tvb, pinfo, ut, tcpinfo, (gint)start, (guint)z - start, TRUE,
+                        &num_datagrams);
         if (num_datagrams == before) {
             num_bad++;
         }
@@ -284,7 +299,8 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
     /* A payload that only starts a datagram says nothing: TCP's "segment of
      * a reassembled PDU" stays in the Info column. */
     if (num_datagrams != 0 || num_bad != 0) {
-        col_add_fstr(pinfo->cinfo, COL_INFO, "%u datagram%s", num_datagrams, num_datagrams == 1 ? "" : "s");
+        col_add_fstr(pinfo->cinfo, COL_INFO, "%u datagram%s", num_datagrams,
+                     num_datagrams == 1 ? "" : "s");
     }
     if (num_bad != 0) {
         col_append_fstr(pinfo->cinfo, COL_INFO, ", %u malformed", num_bad);
@@ -326,7 +342,8 @@ static gboolean ucobs_heur_looks_right(tvbuff_t *tvb, struct tcpinfo *tcpinfo)
             }
             /* The relative sequence number of a stream's first byte is 1. */
             gboolean at_stream_start = tcpinfo != NULL && tcpinfo->seq == 1;
-            return at_stream_start && len - start >= UCOBS_HEUR_MIN_PARTIAL && len - start <= UCOBS_MAX_ENCODED;
+            return at_stream_start && len - start >= UCOBS_HEUR_MIN_PARTIAL &&
+                   len - start <= UCOBS_MAX_ENCODED;
         }
         guint enc_len = (guint)z - start;
         if (enc_len > UCOBS_MAX_ENCODED) {
@@ -335,7 +352,8 @@ static gboolean ucobs_heur_looks_right(tvbuff_t *tvb, struct tcpinfo *tcpinfo)
         const guint8 *enc = tvb_get_ptr(tvb, (gint)start, (gint)enc_len);
         guint8 *dec = (guint8 *)g_malloc(enc_len);
         size_t dec_len = 0;
-        utls_cobs_result r = utls_cobs_decode(enc, enc_len, dec, MIN(enc_len - 1u, UCOBS_MAX_DATAGRAM), &dec_len);
+        utls_cobs_result r =
+            utls_cobs_decode(enc, enc_len, dec, MIN(enc_len - 1u, UCOBS_MAX_DATAGRAM), &dec_len);
         g_free(dec);
         if (r != UTLS_COBS_OK) {
             return FALSE;
@@ -377,7 +395,8 @@ void proto_register_ucobs(void)
             "COBS-encoded length, without the two delimiters", HFILL } },
         { &hf_ucobs_overhead,
           { "COBS overhead", "ucobs.overhead", FT_UINT32, BASE_DEC, NULL, 0x0,
-            "Encoded length minus decoded length (code bytes; the delimiters add 2 more)", HFILL } },
+            "Encoded length minus decoded length (code bytes; the delimiters add 2 more)",
+            HFILL } },
         { &hf_ucobs_datagram,
           { "Datagram", "ucobs.datagram", FT_BYTES, BASE_NONE, NULL, 0x0,
             "The decoded datagram", HFILL } },
@@ -386,7 +405,9 @@ void proto_register_ucobs(void)
             "A frame that does not decode (see the expert item); no datagram", HFILL } },
         { &hf_ucobs_undelimited,
           { "Undelimited bytes", "ucobs.undelimited", FT_BYTES, BASE_NONE, NULL, 0x0,
-            "Bytes before the first delimiter of the payload: the tail of a datagram not seen whole", HFILL } },
+            "Bytes before the first delimiter of the payload: the tail of a datagram not seen "
+            "whole",
+            HFILL } },
     };
     static gint *ett[] = { &ett_ucobs, &ett_ucobs_frame };
     static ei_register_info ei[] = {
@@ -417,6 +438,6 @@ void proto_reg_handoff_ucobs(void)
     /* Creates the preference ucobs.tcp.port (empty by default) and the
      * Decode As entry. */
     dissector_add_uint_range_with_preference("tcp.port", "", ucobs_handle);
-    heur_dissector_add("tcp", dissect_ucobs_heur, "uCOBS datagrams over TCP", "ucobs_tcp", proto_ucobs,
-                       HEURISTIC_ENABLE);
+    heur_dissector_add("tcp", dissect_ucobs_heur, "uCOBS datagrams over TCP", "ucobs_tcp",
+                       proto_ucobs, HEURISTIC_ENABLE);
 }
