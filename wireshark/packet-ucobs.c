@@ -72,6 +72,7 @@ static int hf_ucobs_overhead = -1;
 static int hf_ucobs_datagram = -1;
 static int hf_ucobs_bad_frame = -1;
 static int hf_ucobs_undelimited = -1;
+static int hf_ucobs_copy_of = -1;
 
 static gint ett_ucobs = -1;
 static gint ett_ucobs_frame = -1;
@@ -80,13 +81,22 @@ static expert_field ei_ucobs_non_canonical = EI_INIT;
 static expert_field ei_ucobs_oversized = EI_INIT;
 static expert_field ei_ucobs_undelimited = EI_INIT;
 static expert_field ei_ucobs_truncated = EI_INIT;
+static expert_field ei_ucobs_copy = EI_INIT;
 
 static dissector_handle_t ucobs_handle;
 
-/* Per conversation: the index of each datagram, by direction and stream
- * position, assigned on the first pass in stream order. */
+/* A datagram seen on the first pass: its number in its direction and the
+ * frame that showed it first. */
 typedef struct {
-    wmem_map_t *index_of;     /* key: position key, value: index + 1 */
+    guint32 index;
+    guint32 frame;
+} ucobs_seen_t;
+
+/* Per conversation: every datagram shown, by direction and stream position
+ * (the TCP sequence number of its first encoded byte), numbered on the first
+ * pass in stream order. */
+typedef struct {
+    wmem_map_t *seen;         /* gint64 (direction << 32 | position) -> ucobs_seen_t */
     guint32 next_index[2];
 } ucobs_conv_t;
 
@@ -96,7 +106,7 @@ static ucobs_conv_t *ucobs_get_conv(packet_info *pinfo)
     ucobs_conv_t *uc = (ucobs_conv_t *)conversation_get_proto_data(conv, proto_ucobs);
     if (uc == NULL) {
         uc = wmem_new0(wmem_file_scope(), ucobs_conv_t);
-        uc->index_of = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
+        uc->seen = wmem_map_new(wmem_file_scope(), g_int64_hash, g_int64_equal);
         conversation_add_proto_data(conv, proto_ucobs, uc);
     }
     return uc;
@@ -112,39 +122,45 @@ static guint ucobs_direction(packet_info *pinfo)
     return pinfo->srcport < pinfo->destport ? 0u : 1u;
 }
 
-/* The datagram index of the frame starting at |stream_pos| in this
- * direction: assigned on the first pass, looked up afterwards. Returns
- * FALSE when unknown (no TCP sequence information). */
-static gboolean ucobs_index(packet_info *pinfo, struct tcpinfo *tcpinfo, gint start,
-                            guint32 *out_index)
+/* Looks up (or, on the first pass, records) the datagram whose encoding
+ * starts at |start| in |tvb|. Returns NULL when it is unknown (no TCP
+ * sequence information, or not seen on the first pass). A result whose frame
+ * is not this one is a copy of a datagram already shown: a TCP
+ * retransmission that the TCP dissector handed on again. */
+static const ucobs_seen_t *ucobs_seen(packet_info *pinfo, struct tcpinfo *tcpinfo, gint start)
 {
     if (tcpinfo == NULL) {
-        return FALSE;
+        return NULL;
     }
     ucobs_conv_t *uc = ucobs_get_conv(pinfo);
     guint dir = ucobs_direction(pinfo);
     guint32 pos = tcpinfo->seq + (guint32)start;
     gint64 lookup = ((gint64)dir << 32) | pos;
-    gpointer v = wmem_map_lookup(uc->index_of, &lookup);
-    if (v != NULL) {
-        *out_index = GPOINTER_TO_UINT(v) - 1u;
-        return TRUE;
-    }
-    if (PINFO_FD_VISITED(pinfo)) {
-        return FALSE;
+    const ucobs_seen_t *seen = (const ucobs_seen_t *)wmem_map_lookup(uc->seen, &lookup);
+    if (seen != NULL || PINFO_FD_VISITED(pinfo)) {
+        return seen;
     }
     gint64 *key = wmem_new(wmem_file_scope(), gint64);
     *key = lookup;
-    *out_index = uc->next_index[dir]++;
-    wmem_map_insert(uc->index_of, key, GUINT_TO_POINTER(*out_index + 1u));
-    return TRUE;
+    ucobs_seen_t *rec = wmem_new(wmem_file_scope(), ucobs_seen_t);
+    rec->index = uc->next_index[dir]++;
+    rec->frame = pinfo->num;
+    wmem_map_insert(uc->seen, key, rec);
+    return rec;
 }
 
+/* What ucobs_add_frame made of a frame. */
+typedef enum {
+    UCOBS_FRAME_SHOWN, /* a datagram, decoded and shown */
+    UCOBS_FRAME_COPY,  /* a retransmitted copy of a datagram shown in an earlier frame */
+    UCOBS_FRAME_BAD    /* malformed: an expert item, no datagram */
+} ucobs_frame_result;
+
 /* Decodes one frame (the |enc_len| non-zero bytes at |start|; the delimiter
- * before it is at start - 1) and adds it to |tree|. */
-static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
-                            struct tcpinfo *tcpinfo, gint start, guint enc_len, gboolean closed,
-                            guint *num_datagrams)
+ * before it is at start - 1), adds it to |tree| and says what it was. */
+static ucobs_frame_result ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
+                                          struct tcpinfo *tcpinfo, gint start, guint enc_len,
+                                          gboolean closed)
 {
     gint item_len = (gint)enc_len + 1 + (closed ? 1 : 0);
     if (enc_len > UCOBS_MAX_ENCODED) {
@@ -154,7 +170,7 @@ static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                                "uCOBS frame of more than %u encoded bytes (the largest "
                                "datagram, %u bytes, encodes to %u): dropped",
                                UCOBS_MAX_ENCODED, UCOBS_MAX_DATAGRAM, UCOBS_MAX_ENCODED);
-        return;
+        return UCOBS_FRAME_BAD;
     }
     const guint8 *enc = tvb_get_ptr(tvb, start, (gint)enc_len);
     guint cap = MIN(enc_len - 1u, UCOBS_MAX_DATAGRAM);
@@ -180,12 +196,29 @@ static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                                          "ends it after a 255-block"
                                        : utls_cobs_result_name(r));
         }
-        return;
+        return UCOBS_FRAME_BAD;
     }
-    guint32 idx = 0;
-    gboolean have_idx = ucobs_index(pinfo, tcpinfo, start, &idx);
+    const ucobs_seen_t *seen = ucobs_seen(pinfo, tcpinfo, start);
+    gboolean have_idx = seen != NULL;
+    guint32 idx = have_idx ? seen->index : 0;
     proto_item *fi = NULL;
     proto_tree *ft;
+    if (have_idx && seen->frame != pinfo->num) {
+        /* The receiver keeps the first copy; so does the display: the
+         * datagram is not shown twice. */
+        ft = proto_tree_add_subtree_format(tree, tvb, start - 1, item_len, ett_ucobs_frame, &fi,
+                                           "Datagram %u again (TCP retransmission), shown in "
+                                           "frame %u",
+                                           idx, seen->frame);
+        proto_tree_add_item(ft, hf_ucobs_frame, tvb, start - 1, item_len, ENC_NA);
+        proto_item *ri = proto_tree_add_uint(ft, hf_ucobs_copy_of, tvb, start - 1, item_len,
+                                             seen->frame);
+        proto_item_set_generated(ri);
+        expert_add_info_format(pinfo, ri, &ei_ucobs_copy,
+                               "Datagram %u retransmitted: already shown in frame %u", idx,
+                               seen->frame);
+        return UCOBS_FRAME_COPY;
+    }
     if (have_idx) {
         ft = proto_tree_add_subtree_format(tree, tvb, start - 1, item_len, ett_ucobs_frame, &fi,
                                            "Datagram %u: %u bytes", idx, (guint)dec_len);
@@ -213,7 +246,7 @@ static void ucobs_add_frame(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
                                      : "uCOBS datagram");
     }
     proto_tree_add_item(ft, hf_ucobs_datagram, dtvb, 0, (gint)dec_len, ENC_NA);
-    (*num_datagrams)++;
+    return UCOBS_FRAME_SHOWN;
 }
 
 /* Dissects a TCP payload (possibly reassembled) of a uCOBS conversation. */
@@ -223,6 +256,7 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
     guint len = tvb_reported_length(tvb);
     guint captured = tvb_captured_length(tvb);
     guint num_datagrams = 0;
+    guint num_copies = 0;
     guint num_bad = 0;
 
     col_set_str(pinfo->cinfo, COL_PROTOCOL, "uCOBS");
@@ -263,7 +297,7 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
         if (z < 0) {
             guint have = len - start;
             if (have > UCOBS_MAX_ENCODED) {
-                ucobs_add_frame(tvb, pinfo, ut, tcpinfo, (gint)start, have, FALSE, &num_datagrams);
+                ucobs_add_frame(tvb, pinfo, ut, tcpinfo, (gint)start, have, FALSE);
                 num_bad++;
                 break;
             }
@@ -286,11 +320,17 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
             num_bad++;
             break;
         }
-        guint before = num_datagrams;
-        ucobs_add_frame(tvb, pinfo, ut, tcpinfo, (gint)start, (guint)z - start, TRUE,
-                        &num_datagrams);
-        if (num_datagrams == before) {
+        switch (ucobs_add_frame(tvb, pinfo, ut, tcpinfo, (gint)start, (guint)z - start, TRUE)) {
+        case UCOBS_FRAME_SHOWN:
+            num_datagrams++;
+            break;
+        case UCOBS_FRAME_COPY:
+            num_copies++;
+            break;
+        case UCOBS_FRAME_BAD:
+        default:
             num_bad++;
+            break;
         }
         off = (guint)z;
     }
@@ -298,9 +338,12 @@ static int dissect_ucobs(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, vo
     proto_item_append_text(ti, ", %u datagram%s", num_datagrams, num_datagrams == 1 ? "" : "s");
     /* A payload that only starts a datagram says nothing: TCP's "segment of
      * a reassembled PDU" stays in the Info column. */
-    if (num_datagrams != 0 || num_bad != 0) {
+    if (num_datagrams != 0 || num_copies != 0 || num_bad != 0) {
         col_add_fstr(pinfo->cinfo, COL_INFO, "%u datagram%s", num_datagrams,
                      num_datagrams == 1 ? "" : "s");
+    }
+    if (num_copies != 0) {
+        col_append_fstr(pinfo->cinfo, COL_INFO, ", %u retransmitted", num_copies);
     }
     if (num_bad != 0) {
         col_append_fstr(pinfo->cinfo, COL_INFO, ", %u malformed", num_bad);
@@ -408,6 +451,11 @@ void proto_register_ucobs(void)
             "Bytes before the first delimiter of the payload: the tail of a datagram not seen "
             "whole",
             HFILL } },
+        { &hf_ucobs_copy_of,
+          { "Retransmission of the datagram in frame", "ucobs.retransmission_of", FT_FRAMENUM,
+            BASE_NONE, FRAMENUM_TYPE(FT_FRAMENUM_RETRANS_PREV), 0x0,
+            "A TCP retransmission carried this datagram again; it is shown in that frame only",
+            HFILL } },
     };
     static gint *ett[] = { &ett_ucobs, &ett_ucobs_frame };
     static ei_register_info ei[] = {
@@ -423,6 +471,9 @@ void proto_register_ucobs(void)
         { &ei_ucobs_truncated,
           { "ucobs.truncated", PI_MALFORMED, PI_WARN,
             "Frame without its closing delimiter", EXPFILL } },
+        { &ei_ucobs_copy,
+          { "ucobs.retransmission", PI_SEQUENCE, PI_NOTE,
+            "Datagram retransmitted: already shown in an earlier frame", EXPFILL } },
     };
 
     proto_ucobs = proto_register_protocol("uCOBS datagrams over TCP", "uCOBS", "ucobs");

@@ -53,8 +53,17 @@ PORT_SESSION, SPORT_SESSION = 47001, 47002
 PORT_TLS = 47011
 PORT_BAD, SPORT_BAD = 47021, 47022
 PORT_BIGFIRST, SPORT_BIGFIRST = 47031, 47032
+PORT_LOSSY, SPORT_LOSSY = 47041, 47042
+# Every LOSS_EVERY-th data packet of the lossy session is dropped by
+# nftables at the receiver's input hook, after tcpdump on lo saw it: the
+# capture holds the lost packet and its retransmission (duplicate data, a
+# sender-side view). Removing the lost originals from the capture (editcap)
+# gives the receiver-side view: holes, then data arriving out of order.
+# Deterministic, so the test always has loss.
+LOSS_EVERY = 5
 # The dissector's expert items (each appears once per occurrence in PDML).
-EXPERTS = ("ucobs.non_canonical", "ucobs.oversized", "ucobs.undelimited.expert", "ucobs.truncated")
+EXPERTS = ("ucobs.non_canonical", "ucobs.oversized", "ucobs.undelimited.expert", "ucobs.truncated",
+           "ucobs.retransmission")
 # The session's datagrams from this index on are written in one write, so
 # segments hold many frames and cut them at arbitrary places.
 BATCH_FROM = 12
@@ -472,13 +481,22 @@ def run_session(ns, work, me, name, port, sport, sent):
     return pcap
 
 
+def is_submultiset(part, whole):
+    left = list(whole)
+    for p in part:
+        if p not in left:
+            return False
+        left.remove(p)
+    return True
+
+
 def is_subsequence(part, whole):
     it = iter(whole)
     return all(any(p == w for w in it) for p in part)
 
 
 def cmd_run(a):
-    for tool in ("tcpdump", "ip", "ethtool", "setpriv", "openssl", "editcap", a.tshark):
+    for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", a.tshark):
         if shutil.which(tool) is None:
             log("SKIP: %s not installed" % tool)
             return SKIP
@@ -499,7 +517,8 @@ def cmd_run(a):
     if "\tucobs" not in protos:
         raise Fail("tshark did not load the plugin from %s" % a.plugin_dir)
     decodes = ts.run("-G", "decodes")
-    for port in (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD, PORT_BIGFIRST, SPORT_BIGFIRST):
+    for port in (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD, PORT_BIGFIRST, SPORT_BIGFIRST,
+                 PORT_LOSSY, SPORT_LOSSY):
         if "tcp.port\t%d\t" % port in decodes:
             raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
     me = [a.python, os.path.abspath(__file__)]
@@ -571,6 +590,60 @@ def cmd_run(a):
         got = by_direction(ts.packets(bpcap0), SPORT_BIGFIRST)[0]
         check(compare("tshark, first datagram longer than a segment", big_first, got))
         log("first datagram longer than a segment: claimed at the stream start, %d datagrams shown" % len(got))
+
+        # Loss: duplicated (retransmitted) and out-of-order segments in the
+        # capture. Every datagram is shown exactly once, in order.
+        nft = ("table inet ucd {\n chain in {\n  type filter hook input priority 0;\n"
+               "  tcp dport %d tcp flags & (syn | fin | rst) == 0 meta length > 100 "
+               "numgen inc mod %d == 2 counter drop\n }\n}\n" % (PORT_LOSSY, LOSS_EVERY))
+        r = subprocess.run(ns.argv("nft", "-f", "-"), input=nft.encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        if r.returncode != 0:
+            raise Fail("nft: %s" % r.stderr.decode(errors="replace"))
+        try:
+            lossy = run_session(ns, work, me, "lossy", PORT_LOSSY, SPORT_LOSSY, sent)
+        finally:
+            ns.x("nft", "delete", "table", "inet", "ucd", check=False)
+        rows = [r.split("\t") for r in ts.run("-r", lossy, "-Y", "tcp.len > 0 and tcp.srcport == %d" % SPORT_LOSSY,
+                                               "-T", "fields", "-e", "frame.number", "-e", "tcp.seq_raw",
+                                               "-e", "tcp.analysis.retransmission",
+                                               "-e", "tcp.analysis.fast_retransmission").splitlines()]
+        first_at, originals = {}, []
+        for num, seq, rt, frt in rows:
+            if (rt or frt) and seq in first_at:
+                originals.append(first_at.pop(seq))
+            else:
+                first_at.setdefault(seq, num)
+        if not originals:
+            raise Fail("the lossy session has no retransmission: nothing was tested")
+        holes = os.path.join(work, "holes.pcap")
+        subprocess.run(["editcap", lossy, holes] + originals, check=True, stdout=subprocess.DEVNULL)
+        os.chmod(holes, 0o644)
+        for cap_name, pc, opts in (("with duplicates", lossy, ()),
+                                   ("with duplicates, out-of-order reassembly", lossy,
+                                    ("-o", "tcp.reassemble_out_of_order:TRUE")),
+                                   ("with holes, out-of-order reassembly", holes,
+                                    ("-o", "tcp.reassemble_out_of_order:TRUE"))):
+            lp = ts.packets(pc, *opts)
+            got, got_idx = by_direction(lp, SPORT_LOSSY)
+            check(compare("tshark, lossy session %s" % cap_name, sent, got))
+            if got_idx != list(range(len(sent))):
+                raise Fail("lossy session %s: ucobs.index %s" % (cap_name, got_idx))
+            copies = sum(p[3].count("ucobs.retransmission") for p in lp)
+            if pc == lossy and not opts:
+                copies_seen = copies
+        # Without out-of-order reassembly TCP hands on the segments after a
+        # hole at once: the datagrams that start there are shown early (as a
+        # uCOBS receiver on uTCP delivers them), the one cut by the hole is
+        # reported. Each shown datagram was sent, none is shown twice.
+        got_plain = by_direction(ts.packets(holes), SPORT_LOSSY)[0]
+        if not is_submultiset(got_plain, sent):
+            raise Fail("lossy session with holes, no out-of-order reassembly: a datagram that was not sent, "
+                       "or one shown twice")
+        log("lossy session: %d lost packets retransmitted; every datagram exactly once with the duplicates "
+            "(%d retransmitted copies marked ucobs.retransmission), and with the holes "
+            "(tcp.reassemble_out_of_order); %d of %d, some early, with holes and without it"
+            % (len(originals), copies_seen, len(got_plain), len(sent)))
 
         # Random corruption of the capture (editcap -E): tshark neither
         # crashes nor reports a dissector bug.
