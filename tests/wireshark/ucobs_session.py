@@ -496,7 +496,7 @@ def is_subsequence(part, whole):
 
 
 def cmd_run(a):
-    for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", a.tshark):
+    for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", "mergecap", a.tshark):
         if shutil.which(tool) is None:
             log("SKIP: %s not installed" % tool)
             return SKIP
@@ -581,6 +581,18 @@ def cmd_run(a):
             raise Fail("without reassembly: datagrams that were not sent, or too few (%d)" % len(nr_got))
         if "ucobs.truncated" not in nr_experts or "ucobs.undelimited.expert" not in nr_experts:
             raise Fail("without reassembly: the cut datagrams are not reported")
+
+        # Every packet twice (mergecap of the capture with itself): each
+        # datagram is still shown exactly once.
+        dup = os.path.join(work, "doubled.pcap")
+        subprocess.run(["mergecap", "-w", dup, pcap, pcap], check=True, stdout=subprocess.DEVNULL)
+        os.chmod(dup, 0o644)
+        dp = ts.packets(dup)
+        got, got_idx = by_direction(dp, SPORT_SESSION)
+        check(compare("tshark, every packet twice", sent, got))
+        if got_idx != list(range(len(sent))):
+            raise Fail("every packet twice: ucobs.index %s" % got_idx)
+        log("every packet twice: every datagram exactly once (%d packets)" % len(dp))
 
         # A session whose first datagram is longer than a segment: claimed by
         # the stream-start rule of the heuristic.
