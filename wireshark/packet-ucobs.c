@@ -46,7 +46,7 @@
 /*
  * Limits. The capture is untrusted input.
  */
-/* The largest datagram uCOBS carries (a 16-bit length at the API). */
+/* The largest datagram uCOBS carries (the wire format: 0..65535 bytes). */
 #define UCOBS_MAX_DATAGRAM 65535u
 /* The longest run of non-zero bytes a canonical encoder writes for
  * UCOBS_MAX_DATAGRAM bytes. Bounds the bytes held for reassembly: a stream
