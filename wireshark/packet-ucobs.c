@@ -26,6 +26,13 @@
  * it. A run longer than the largest possible encoding is reported as
  * oversized and dropped instead of being held.
  *
+ * Retransmissions. Datagrams are identified by direction and the TCP
+ * sequence number of their first encoded byte; a retransmitted segment that
+ * TCP hands on again is marked as a copy (ucobs.retransmission_of), so no
+ * datagram is shown twice. Segments handed on past a hole (without TCP's
+ * out-of-order reassembly) show their datagrams early, as uCOBS over uTCP
+ * would deliver them.
+ *
  * SPDX-License-Identifier: GPL-2.0-or-later (as Wireshark plugins must be)
  */
 
