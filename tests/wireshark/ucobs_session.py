@@ -13,7 +13,14 @@ tshark with the project's plugin:
     mostly zero bytes, 254/508 non-zero bytes, more than one segment, the
     65535-byte maximum);
   * with the heuristic off nothing is decoded; ucobs.tcp.port and Decode As
-    force it;
+    force it; two passes (-2) give the same; a first datagram longer than a
+    segment is found at the stream start;
+  * duplicated and reordered input: every packet twice (mergecap); a lossy
+    session (nftables drops) with its retransmissions, and with the lost
+    originals removed (editcap: holes, late data) -- each datagram once;
+    without TCP reassembly, or with holes and no out-of-order reassembly,
+    only datagrams that were sent; a randomly corrupted copy (editcap -E)
+    raises no exception;
   * a TLS session (Python's ssl, i.e. the system OpenSSL) in the same
     namespace is not claimed;
   * a corrupted stream (non-canonical frames, a zero inside a frame, an
