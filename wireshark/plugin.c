@@ -9,6 +9,7 @@
 #include <epan/packet.h>
 #include <epan/proto.h>
 
+#include "packet-ucobs.h"
 #include "packet-utls.h"
 
 #ifndef UTLS_PLUGIN_VERSION
@@ -28,5 +29,10 @@ void plugin_register(void)
     plug_utls.register_protoinfo = proto_register_utls;
     plug_utls.register_handoff = proto_reg_handoff_utls;
     proto_register_plugin(&plug_utls);
-    /* A uCOBS dissector (its own protocol and file) registers here too. */
+
+    static proto_plugin plug_ucobs;
+
+    plug_ucobs.register_protoinfo = proto_register_ucobs;
+    plug_ucobs.register_handoff = proto_reg_handoff_ucobs;
+    proto_register_plugin(&plug_ucobs);
 }
