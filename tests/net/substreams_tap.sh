@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # substreams_tap.sh BINDIR — sub-streams over the testbed (issue 9, label net).
 #
-# 4 streams x 250 messages (1200 plaintext bytes; each stream a message every
+# 4 streams x 250 messages (300 plaintext bytes; each stream a message every
 # 20 ms, staggered by 5 ms) from the sender namespace to a uTLS receiver in
 # the receiver namespace of tools/testbed (prefix sst), over 100 ms RTT with
 # 2% seeded loss, the receiver reading with SSL_MODE_UNORDERED through the tap
@@ -48,13 +48,13 @@ trap 'exit 130' INT TERM
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
 
 "$TB" --prefix "$PREFIX" exec receiver -- "$BIN" recv --mode utls_streams --listen "$ADDR" \
-    --count "$COUNT" --streams 4 --size 1200 --require fork --ready "$WORK/ready" \
+    --count "$COUNT" --streams 4 --size 300 --require fork --ready "$WORK/ready" \
     --out "$WORK/recv.jsonl" --timeout 90 --quiet &
 RECV_PID=$!
 for _ in $(seq 200); do [ -s "$WORK/ready" ] && break; sleep 0.05; done
 [ -s "$WORK/ready" ] || { echo "FAIL: the receiver did not start"; exit 1; }
 "$TB" --prefix "$PREFIX" exec sender -- "$BIN" send --mode utls_streams --connect "$ADDR" \
-    --count "$COUNT" --streams 4 --size 1200 --interval 20 --require fork \
+    --count "$COUNT" --streams 4 --size 300 --interval 20 --require fork \
     --out "$WORK/send.jsonl" --timeout 90 --quiet ||
     { echo "FAIL: the sender failed"; exit 1; }
 wait "$RECV_PID"
