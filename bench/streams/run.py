@@ -20,6 +20,12 @@ ratios utls_streams / tls) and OUT/streams_cdf.png, and prints the JSON.
 Every message of every stream must arrive exactly once, intact and in its
 own stream's order (order_ok); a violation makes the run fail.
 
+The utls_streams run is also captured (tcpdump on the receiver's interface):
+utls_streams.oracle_streams is the per-stream-ordered oracle, each message
+delivered the moment its record and every earlier message of its stream had
+reached the host -- the best any receiver that keeps per-stream order can do
+on those packets (it uses bench/latency/analyze.py's pcap reader).
+
   run.py --build BUILD --out OUT [--count N] [--smoke] [--prefix P]
 
 --smoke: a short run (200 messages) that checks the JSON's structure and
@@ -28,6 +34,7 @@ the order assertion (ctest bench_smoke_streams). Needs root.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +47,7 @@ PORT = 4433
 MODES = ("tls", "utls_streams")
 _live = []
 _testbeds = []
+_oracle_lat = []  # the per-stream-ordered oracle's latencies, for the plot
 
 
 def log(msg):
@@ -119,6 +127,64 @@ def tb_exec(prefix, where):
             "--"]
 
 
+def start_capture(prefix, path):
+    """tcpdump on the receiver's interface (the oracle's arrival times)."""
+    tcpdump = shutil.which("tcpdump")
+    if tcpdump is None:
+        return None
+    p = subprocess.Popen(tb_exec(prefix, "receiver")
+                         + [tcpdump, "-i", "eth0", "--immediate-mode", "-n", "-s", "128",
+                            "--time-stamp-precision=nano", "-w", path, "tcp", "port", str(PORT)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _live.append(p)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        if "listening on" in line:
+            threading.Thread(target=p.stderr.read, daemon=True).start()
+            return p
+        if not line and p.poll() is not None:
+            break
+    p.kill()
+    raise RuntimeError("tcpdump did not start in %s" % prefix)
+
+
+def stream_oracle(recv_log, pcap, cfg):
+    """Per-stream-ordered oracle: each message delivered the moment the last
+    byte of its record AND of every earlier message of its stream reached the
+    receiver's interface (from the capture). This is the best any receiver
+    that keeps per-stream order can do on the same packets."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "latency"))
+    from analyze import oracle_from_pcap  # the latency benchmark's pcap reader
+    lines = [json.loads(l) for l in open(recv_log)]
+    start = lines[0]
+    msgs = [l for l in lines if "event" not in l and l.get("ok") == 1 and "off" in l]
+    by_wl = {}
+    for m in msgs:
+        by_wl.setdefault(m["wl"], {})[(m["s"], m["q"])] = m["off"]
+    done = {}
+    for wl, offs in by_wl.items():
+        done.update(oracle_from_pcap(pcap, PORT, offs, wl, start["real_minus_mono_ns"]))
+    send = {(m["s"], m["q"]): m["send_ns"] for m in msgs}
+    lat, per = [], [[] for _ in range(cfg["streams"])]
+    for s in range(cfg["streams"]):
+        t_ready = 0
+        q = 0
+        while (s, q) in send:
+            if (s, q) not in done:
+                break  # not complete in the capture: stop this stream here
+            t_ready = max(t_ready, done[(s, q)])
+            x = (t_ready - send[(s, q)]) / 1e6
+            lat.append(x)
+            per[s].append(x)
+            q += 1
+    _oracle_lat[:] = lat
+    res = stats(lat, cfg["rtt_ms"])
+    res["per_stream_p95_ms"] = [stats(v, cfg["rtt_ms"]).get("p95_ms") for v in per]
+    res["source"] = "pcap"
+    return res
+
+
 def run_mode(mode, prefix, cfg, bindir, rundir):
     binary = os.path.join(bindir, "utls-substreams" if mode == "utls_streams"
                           else "utls-substreams-stock")
@@ -131,6 +197,8 @@ def run_mode(mode, prefix, cfg, bindir, rundir):
     limit = str(int(cfg["count"] * cfg["interval_ms"] / cfg["streams"] / 1000 + 90))
     common = ["--mode", mode, "--count", str(cfg["count"]), "--streams", str(cfg["streams"]),
               "--size", str(cfg["size"]), "--require", require, "--timeout", limit, "--quiet"]
+    pcap = os.path.join(rundir, "%s.pcap" % mode)
+    cap = start_capture(prefix, pcap) if mode == "utls_streams" else None
     recv = subprocess.Popen(tb_exec(prefix, "receiver") + [binary, "recv", "--listen", addr,
                                                            "--out", recv_log, "--ready", ready]
                             + common)
@@ -148,8 +216,17 @@ def run_mode(mode, prefix, cfg, bindir, rundir):
     rrc, src = recv.wait(), send.wait()
     if src != 0:
         raise RuntimeError("%s sender failed (exit %d)" % (mode, src))
+    if cap is not None:
+        time.sleep(0.2)
+        cap.send_signal(signal.SIGINT)
+        cap.wait(5)
     res, lat = analyze(recv_log, cfg)
     res["receiver_exit"] = rrc
+    if cap is not None:
+        try:
+            res["oracle_streams"] = stream_oracle(recv_log, pcap, cfg)
+        except Exception as e:  # the benchmark stands without it
+            log("no oracle: %s" % e)
     return res, lat
 
 
@@ -169,6 +246,10 @@ def cdf_plot(lats, path, cfg):
             v = sorted(v)
             ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], color=colors[mode], lw=0.6,
                     alpha=0.5, label="%s, each stream" % mode if s == 0 else None)
+    if _oracle_lat:
+        xs = sorted(_oracle_lat)
+        ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], color="black", ls="--", lw=1,
+                label="per-stream-order oracle (capture)")
     ax.axvline(cfg["rtt_ms"] / 2, color="gray", ls=":", lw=1, label="one-way delay")
     ax.set_xscale("log")
     ax.set_xlabel("message delivery latency (ms)")
@@ -294,6 +375,11 @@ def main():
         "share_over_rtt": round(u["share_over_rtt"] / t["share_over_rtt"], 4)
         if t["share_over_rtt"] else None,
     }
+    o = u.get("oracle_streams")
+    if o and o.get("count"):
+        # How close sub-streams come to the best any per-stream-ordered
+        # receiver could do on the same packets (1.0 = the oracle).
+        doc["ratio"]["utls_streams_vs_stream_oracle_p95"] = round(u["p95_ms"] / o["p95_ms"], 4)
     doc["elapsed_s"] = round(time.time() - t_start, 1)
     path = os.path.join(out, name)
     with open(path, "w") as f:
@@ -320,6 +406,11 @@ def main():
             "  order_ok %s"
             % (mode, r["p50_ms"], r["p90_ms"], r["p95_ms"], r["p99_ms"], 100 * r["share_over_rtt"],
                " ".join("%.1f" % s["p95_ms"] for s in r["per_stream"]), r["order_ok"]))
+    o = doc["utls_streams"].get("oracle_streams")
+    if o:
+        log("%-13s p50 %7.1f  p90 %7.1f  p95 %7.1f  p99 %7.1f ms  >RTT %5.1f%%  (per-stream-order "
+            "oracle, from the capture)" % ("oracle", o["p50_ms"], o["p90_ms"], o["p95_ms"],
+                                           o["p99_ms"], 100 * o["share_over_rtt"]))
     log("wrote %s (%.0f s)" % (path, doc["elapsed_s"]))
     errs = check_structure(doc)
     for e in errs:

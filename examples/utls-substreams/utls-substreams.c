@@ -24,7 +24,8 @@
  *                 (UTLS_stream_enable, UTLS_stream_write, UTLS_stream_read).
  *
  * The receiver writes one JSON line per message:
- *   {"s":2,"q":17,"send_ns":...,"recv_ns":...,"held":0,"ooo":1,"ok":1}
+ *   {"s":2,"q":17,"send_ns":...,"recv_ns":...,"held":0,"ooo":1,"off":..,"wl":..,"ok":1}
+ * (off, wl: its record's stream offset and wire length, utls_streams mode)
  * and a last line {"event":"end",...} with the totals, per-stream counts and
  * the order check: a message whose number is not its stream's next is an
  * "order_violation". Exit status 0 when every message arrived exactly once,
@@ -192,6 +193,11 @@ static uint64_t stream_total(uint32_t k)
 static uint64_t next_seq[MAX_STREAMS], got[MAX_STREAMS];
 static long num_ok, num_dup, num_bad, num_order, num_held, num_ooo;
 
+/* Where the message's record was in the TCP stream (utls_streams mode), for
+ * the benchmark's oracle; 0/0 when unknown. */
+static uint64_t rec_offset;
+static size_t rec_wire_len;
+
 static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns, int have_info,
                     uint32_t info_stream, uint64_t info_seq, int held, int ooo)
 {
@@ -218,10 +224,12 @@ static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns, int ha
     num_held += held;
     num_ooo += ooo;
     fprintf(logf_,
-            "{\"s\":%u,\"q\":%llu,\"send_ns\":%llu,\"recv_ns\":%llu,\"held\":%d,\"ooo\":%d,"
-            "\"ok\":1}\n",
+            "{\"s\":%u,\"q\":%llu,\"send_ns\":%llu,\"recv_ns\":%llu,\"held\":%d,\"ooo\":%d",
             s, (unsigned long long)q, (unsigned long long)send_ns, (unsigned long long)recv_ns,
             held, ooo);
+    if (rec_wire_len > 0)
+        fprintf(logf_, ",\"off\":%llu,\"wl\":%zu", (unsigned long long)rec_offset, rec_wire_len);
+    fprintf(logf_, ",\"ok\":1}\n");
     if (!opt.quiet && num_ok % 1000 == 0)
         note("recv %s: %ld messages", mode_name(), num_ok);
 }
@@ -406,6 +414,8 @@ static int do_recv(void)
             ok = UTLS_stream_read(ssl, buf, sizeof(buf), &n, &info);
             t = now_ns();
             if (ok) {
+                rec_offset = info.record.stream_offset;
+                rec_wire_len = info.record.wire_len;
                 deliver(buf, n, t, 1, info.stream_id, info.seq, info.held,
                         info.record.out_of_order != 0);
                 continue;
@@ -626,11 +636,21 @@ int main(int argc, char **argv)
     logf_ = stdout;
     if (opt.out != NULL && (logf_ = fopen(opt.out, "w")) == NULL)
         die("cannot write %s: %s", opt.out, strerror(errno));
-    fprintf(logf_,
-            "{\"event\":\"start\",\"role\":\"%s\",\"mode\":\"%s\",\"libssl\":\"%s\",\"fork\":%d,"
-            "\"count\":%ld,\"streams\":%ld,\"size\":%ld,\"interval_ms\":%g}\n",
-            sender ? "send" : "recv", mode_name(), loaded_libssl(), loaded_is_fork(), opt.count,
-            opt.streams, opt.size, opt.interval_ms);
+    {
+        struct timespec r, m;
+
+        /* CLOCK_REALTIME - CLOCK_MONOTONIC: maps capture timestamps onto
+         * this log's clock. */
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &m);
+        fprintf(logf_,
+                "{\"event\":\"start\",\"role\":\"%s\",\"mode\":\"%s\",\"libssl\":\"%s\","
+                "\"fork\":%d,\"count\":%ld,\"streams\":%ld,\"size\":%ld,\"interval_ms\":%g,"
+                "\"real_minus_mono_ns\":%lld}\n",
+                sender ? "send" : "recv", mode_name(), loaded_libssl(), loaded_is_fork(),
+                opt.count, opt.streams, opt.size, opt.interval_ms,
+                ((long long)r.tv_sec - m.tv_sec) * 1000000000LL + (r.tv_nsec - m.tv_nsec));
+    }
     fflush(logf_);
     rc = sender ? do_send() : do_recv();
     if (logf_ != stdout)
