@@ -220,8 +220,10 @@ static int streams_fail(utls_streams *st, utls_sq_status r, const UTLS_RECORD_IN
     int reason = sq_reason(r);
 
     if (reason == 0) {
-        ERR_raise(ERR_LIB_SSL, ERR_R_MALLOC_FAILURE); /* not sticky: retry */
-        return 0;
+        /* Out of memory while holding a message: its record is consumed and
+         * cannot be read again, so the stream would have a hole. */
+        ERR_raise(ERR_LIB_SSL, ERR_R_MALLOC_FAILURE);
+        reason = UTLS_R_STREAM_FAILED;
     }
     st->failed_reason = reason;
     st->stats.failed_reason = reason;
