@@ -30,6 +30,18 @@ static ERR_STRING_DATA utls_reason_strings[] = {
     {UTLS_R_SCHED_BAD_MESSAGE, "invalid scheduler message (empty, or unknown flags)"},
     {UTLS_R_SCHED_INVALID_CONFIG, "invalid send scheduler configuration"},
     {UTLS_R_SCHED_TCP_INFO, "TCP socket option call failed (not a TCP socket?)"},
+    {UTLS_R_STREAM_NOT_ENABLED, "sub-streams are not enabled (UTLS_stream_enable)"},
+    {UTLS_R_STREAM_BAD_HEADER, "malformed sub-stream header (truncated, or a non-minimal varint)"},
+    {UTLS_R_STREAM_BAD_VERSION, "unknown sub-stream header format (does the peer use sub-streams?)"},
+    {UTLS_R_STREAM_BAD_ID, "sub-stream id out of range"},
+    {UTLS_R_STREAM_BAD_SEQ, "sub-stream sequence number out of range (it would wrap)"},
+    {UTLS_R_STREAM_DUPLICATE, "duplicate sub-stream sequence number"},
+    {UTLS_R_STREAM_GAP, "the peer skipped a sub-stream sequence number"},
+    {UTLS_R_STREAM_LIMIT, "sub-stream reorder limit reached (too many held, or too far ahead)"},
+    {UTLS_R_STREAM_MESSAGE_TOO_LARGE, "sub-stream message larger than one record's payload"},
+    {UTLS_R_STREAM_SEQ_EXHAUSTED, "sub-stream sequence numbers exhausted"},
+    {UTLS_R_STREAM_FAILED, "the sub-stream layer failed earlier (see the first error)"},
+    {UTLS_R_STREAM_BUSY, "sub-stream layer busy (messages held, or a write to repeat)"},
     {0, NULL}};
 
 static void utls_err_load(void)

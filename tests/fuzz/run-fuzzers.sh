@@ -23,6 +23,10 @@ flags=(-std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefin
 for t in "${targets[@]}"; do
     "$cc" "${flags[@]}" -o "$out/$t" "$here/$t.c" "$root"/core/src/*.c
 done
+# The sub-stream reorder buffer lives in the fork's sources, not in core/.
+"$cc" "${flags[@]}" -I"$root/include" -I"$root/openssl-patch/src" -o "$out/fuzz_streams" \
+    "$here/fuzz_streams.c" "$root/openssl-patch/src/utls_streamq.c"
+targets+=(fuzz_streams)
 
 run_one() {
     local t=$1

@@ -1,0 +1,659 @@
+/*
+ * utls-substreams: K independent ordered streams of timed messages over one
+ * TCP connection, the multistream experiment of docs/substreams.md.
+ *
+ *   utls-substreams recv --mode tls|utls_streams --listen ADDR:PORT [options]
+ *   utls-substreams send --mode tls|utls_streams --connect ADDR:PORT [options]
+ *
+ * The sender (the TLS client) sends --count messages in total over --streams
+ * K streams: stream k gets a message every --interval ms, the streams
+ * staggered by interval/K, so message j (j = 0, 1, ...) is stream j % K's
+ * message number j / K, due at start + j * interval / K. Each message is one
+ * record of --size plaintext bytes carrying its stream, its per-stream
+ * number, its send time (CLOCK_MONOTONIC, shared by the network namespaces of
+ * one host) and a pattern the receiver checks.
+ *
+ * Modes:
+ *   tls           one stock TLS connection, in order: every message is one
+ *                 SSL_write; the receiver frames the byte stream into
+ *                 --size messages. Build with -DUTLS_SUBSTREAMS_STOCK against
+ *                 the system libssl (utls-substreams-stock).
+ *   utls_streams  the fork: the receiver taps the connection
+ *                 (UTLS_tap_listen before accept, UTLS_BIO_new_tap),
+ *                 sets SSL_MODE_UNORDERED, and both ends use sub-streams
+ *                 (UTLS_stream_enable, UTLS_stream_write, UTLS_stream_read).
+ *
+ * The receiver writes one JSON line per message:
+ *   {"s":2,"q":17,"send_ns":...,"recv_ns":...,"held":0,"ooo":1,"off":..,"wl":..,"ok":1}
+ * (off, wl: its record's stream offset and wire length, utls_streams mode)
+ * and a last line {"event":"end",...} with the totals, per-stream counts and
+ * the order check: a message whose number is not its stream's next is an
+ * "order_violation". Exit status 0 when every message arrived exactly once,
+ * intact and in its stream's order; 1 otherwise; 2 on setup errors; 77 in
+ * utls_streams mode without CAP_NET_RAW and with --skip-without-tap.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#ifndef UTLS_SUBSTREAMS_STOCK
+# include <openssl/utls.h>
+#endif
+
+#define MSG_HDR 32           /* magic, stream, seq, send_ns, len, pad */
+#define MSG_MAGIC 0x6d6d7373u /* "ssmm" */
+#define MAX_MSG 16000
+#define MAX_STREAMS 64
+
+enum mode { MODE_TLS, MODE_UTLS_STREAMS };
+
+static struct {
+    enum mode mode;
+    const char *addr, *out, *ready, *require;
+    long count, size, streams, timeout_s;
+    double interval_ms;
+    int skip_without_tap, quiet;
+} opt = {MODE_TLS, NULL, NULL, NULL, NULL, 1000, 1200, 4, 0, 20.0, 0, 0};
+
+static FILE *logf_;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    fprintf(stderr, "utls-substreams: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    ERR_print_errors_fp(stderr);
+    exit(2);
+}
+
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (opt.quiet)
+        return;
+    va_start(ap, fmt);
+    fprintf(stderr, "utls-substreams: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static const char *mode_name(void)
+{
+    return opt.mode == MODE_TLS ? "tls" : "utls_streams";
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The libssl mapped into this process, and whether it is the fork. */
+static const char *loaded_libssl(void)
+{
+    static char path[4096];
+    Dl_info di;
+
+    if (dladdr((void *)&SSL_read, &di) == 0 || di.dli_fname == NULL)
+        return "?";
+    if (realpath(di.dli_fname, path) == NULL)
+        snprintf(path, sizeof(path), "%s", di.dli_fname);
+    return path;
+}
+
+static int loaded_is_fork(void)
+{
+    return dlsym(RTLD_DEFAULT, "UTLS_stream_read") != NULL;
+}
+
+/* --- Messages ------------------------------------------------------------ */
+
+static void le_put(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t le_get(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static unsigned char pattern(uint32_t stream, uint64_t seq, size_t j)
+{
+    return (unsigned char)(stream * 89u + seq * 131u + j * 7u + (j >> 8));
+}
+
+static void msg_fill(unsigned char *p, uint32_t stream, uint64_t seq, uint64_t send_ns)
+{
+    le_put(p, MSG_MAGIC, 4);
+    le_put(p + 4, stream, 4);
+    le_put(p + 8, seq, 8);
+    le_put(p + 16, send_ns, 8);
+    le_put(p + 24, (uint64_t)opt.size, 4);
+    le_put(p + 28, 0, 4);
+    for (size_t j = MSG_HDR; j < (size_t)opt.size; j++)
+        p[j] = pattern(stream, seq, j);
+}
+
+/* 1 if |p| is an intact message of this run; sets stream, seq and time. */
+static int msg_check(const unsigned char *p, size_t len, uint32_t *stream, uint64_t *seq,
+                     uint64_t *send_ns)
+{
+    if (len != (size_t)opt.size || le_get(p, 4) != MSG_MAGIC || le_get(p + 24, 4) != len)
+        return 0;
+    *stream = (uint32_t)le_get(p + 4, 4);
+    *seq = le_get(p + 8, 8);
+    *send_ns = le_get(p + 16, 8);
+    if (*stream >= (uint32_t)opt.streams)
+        return 0;
+    for (size_t j = MSG_HDR; j < len; j++)
+        if (p[j] != pattern(*stream, *seq, j))
+            return 0;
+    return 1;
+}
+
+/* Messages of stream k: those j < count with j % K == k. */
+static uint64_t stream_total(uint32_t k)
+{
+    return (uint64_t)(opt.count / opt.streams + (k < (uint64_t)(opt.count % opt.streams)));
+}
+
+/* --- Receiver ------------------------------------------------------------ */
+
+static uint64_t next_seq[MAX_STREAMS], got[MAX_STREAMS];
+static long num_ok, num_dup, num_bad, num_order, num_held, num_ooo;
+
+/* Where the message's record was in the TCP stream (utls_streams mode), for
+ * the benchmark's oracle; 0/0 when unknown. */
+static uint64_t rec_offset;
+static size_t rec_wire_len;
+
+static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns, int have_info,
+                    uint32_t info_stream, uint64_t info_seq, int held, int ooo)
+{
+    uint32_t s;
+    uint64_t q, send_ns;
+
+    if (!msg_check(p, len, &s, &q, &send_ns)
+        || (have_info && (info_stream != s || info_seq != q))) {
+        num_bad++;
+        fprintf(logf_, "{\"len\":%zu,\"recv_ns\":%llu,\"ok\":0}\n", len,
+                (unsigned long long)recv_ns);
+        return;
+    }
+    if (q < next_seq[s]) {
+        num_dup++;
+        fprintf(logf_, "{\"s\":%u,\"q\":%llu,\"dup\":1,\"ok\":0}\n", s, (unsigned long long)q);
+        return;
+    }
+    if (q != next_seq[s])
+        num_order++; /* a message of this stream is skipped: out of its order */
+    next_seq[s] = q + 1;
+    got[s]++;
+    num_ok++;
+    num_held += held;
+    num_ooo += ooo;
+    fprintf(logf_,
+            "{\"s\":%u,\"q\":%llu,\"send_ns\":%llu,\"recv_ns\":%llu,\"held\":%d,\"ooo\":%d",
+            s, (unsigned long long)q, (unsigned long long)send_ns, (unsigned long long)recv_ns,
+            held, ooo);
+    if (rec_wire_len > 0)
+        fprintf(logf_, ",\"off\":%llu,\"wl\":%zu", (unsigned long long)rec_offset, rec_wire_len);
+    fprintf(logf_, ",\"ok\":1}\n");
+    if (!opt.quiet && num_ok % 1000 == 0)
+        note("recv %s: %ld messages", mode_name(), num_ok);
+}
+
+static void make_cert(SSL_CTX *ctx)
+{
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+
+    if (key == NULL || x == NULL || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
+        || X509_gmtime_adj(X509_getm_notBefore(x), -60) == NULL
+        || X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL
+        || !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                                       (const unsigned char *)"utls-substreams", -1, -1, 0)
+        || !X509_set_issuer_name(x, X509_get_subject_name(x)) || !X509_set_pubkey(x, key)
+        || !X509_sign(x, key, EVP_sha256()) || !SSL_CTX_use_certificate(ctx, x)
+        || !SSL_CTX_use_PrivateKey(ctx, key))
+        die("cannot make a certificate");
+    X509_free(x);
+    EVP_PKEY_free(key);
+}
+
+static void parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
+{
+    char host[256];
+    const char *colon = strrchr(s, ':');
+    struct addrinfo hints = {0}, *res;
+    int rc;
+
+    if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
+        die("address %s: want HOST:PORT", s);
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = 0;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    if ((rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res)) != 0)
+        die("address %s: %s", s, gai_strerror(rc));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *sl = res->ai_addrlen;
+    freeaddrinfo(res);
+}
+
+static void touch_ready(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char tmp[4096];
+    FILE *f;
+    int port = 0;
+
+    if (opt.ready == NULL)
+        return;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", opt.ready);
+    if ((f = fopen(tmp, "w")) == NULL)
+        die("cannot write %s: %s", tmp, strerror(errno));
+    fprintf(f, "%d\n", port);
+    fclose(f);
+    if (rename(tmp, opt.ready) != 0)
+        die("cannot rename %s", tmp);
+}
+
+static void log_end(SSL *ssl, BIO *tap)
+{
+    long missing = 0;
+
+    for (uint32_t k = 0; k < (uint32_t)opt.streams; k++)
+        missing += (long)(stream_total(k) - got[k]);
+    fprintf(logf_,
+            "{\"event\":\"end\",\"mode\":\"%s\",\"received\":%ld,\"missing\":%ld,"
+            "\"duplicates\":%ld,\"bad\":%ld,\"order_violations\":%ld,\"held\":%ld,"
+            "\"from_out_of_order_records\":%ld,\"per_stream\":[",
+            mode_name(), num_ok, missing, num_dup, num_bad, num_order, num_held, num_ooo);
+    for (uint32_t k = 0; k < (uint32_t)opt.streams; k++)
+        fprintf(logf_, "%s{\"stream\":%u,\"received\":%llu,\"expected\":%llu}", k ? "," : "", k,
+                (unsigned long long)got[k], (unsigned long long)stream_total(k));
+    fprintf(logf_, "]");
+#ifndef UTLS_SUBSTREAMS_STOCK
+    if (opt.mode == MODE_UTLS_STREAMS) {
+        UTLS_STATS us;
+        UTLS_STREAM_STATS ss;
+        UTLS_TAP_STATS ts;
+
+        if (UTLS_get_stats(ssl, &us))
+            fprintf(logf_,
+                    ",\"utls\":{\"records_in_order\":%llu,\"records_out_of_order\":%llu,"
+                    "\"fallback\":\"%s\"}",
+                    (unsigned long long)us.records_in_order,
+                    (unsigned long long)us.records_out_of_order, UTLS_fallback_string(us.fallback));
+        if (UTLS_stream_get_stats(ssl, &ss))
+            fprintf(logf_,
+                    ",\"streams\":{\"messages_received\":%llu,\"messages_held\":%llu,"
+                    "\"max_held\":%zu,\"held_now\":%zu,\"failed_reason\":%d}",
+                    (unsigned long long)ss.messages_received,
+                    (unsigned long long)ss.messages_held, ss.max_held, ss.held_now,
+                    ss.failed_reason);
+        if (tap != NULL && UTLS_BIO_tap_get_stats(tap, &ts))
+            fprintf(logf_, ",\"tap\":{\"packets\":%llu,\"ring_drops\":%llu}",
+                    (unsigned long long)ts.packets, (unsigned long long)ts.ring_drops);
+    }
+#else
+    (void)ssl;
+    (void)tap;
+#endif
+    fprintf(logf_, "}\n");
+    fflush(logf_);
+    note("recv %s: %ld of %ld messages, %ld missing, %ld duplicates, %ld bad, %ld out of "
+         "their stream's order, %ld held",
+         mode_name(), num_ok, opt.count, missing, num_dup, num_bad, num_order, num_held);
+}
+
+static int do_recv(void)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int lfd, fd, one = 1;
+    SSL_CTX *ctx;
+    SSL *ssl;
+    BIO *bio = NULL, *tap = NULL;
+    static unsigned char buf[SSL3_RT_MAX_PLAIN_LENGTH], msg[MAX_MSG];
+    size_t have = 0;
+#ifndef UTLS_SUBSTREAMS_STOCK
+    UTLS_TAP_LISTENER *tl = NULL;
+#endif
+
+    parse_addr(opt.addr, &ss, &sl);
+    if ((lfd = socket(ss.ss_family, SOCK_STREAM, 0)) < 0)
+        die("socket: %s", strerror(errno));
+    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(lfd, (struct sockaddr *)&ss, sl) != 0 || listen(lfd, 4) != 0)
+        die("bind/listen %s: %s", opt.addr, strerror(errno));
+#ifndef UTLS_SUBSTREAMS_STOCK
+    if (opt.mode == MODE_UTLS_STREAMS && (tl = UTLS_tap_listen(lfd)) == NULL) {
+        unsigned long e = ERR_peek_error();
+
+        if (opt.skip_without_tap && ERR_GET_LIB(e) == UTLS_get_lib()
+            && ERR_GET_REASON(e) == UTLS_R_TAP_PERMISSION) {
+            fprintf(stderr, "utls-substreams: SKIP: the tap needs CAP_NET_RAW\n");
+            exit(77);
+        }
+        die("UTLS_tap_listen failed");
+    }
+#endif
+    touch_ready(lfd);
+    if ((fd = accept(lfd, NULL, NULL)) < 0)
+        die("accept: %s", strerror(errno));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
+        die("SSL_CTX_new");
+    make_cert(ctx);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    if ((ssl = SSL_new(ctx)) == NULL)
+        die("SSL_new");
+#ifndef UTLS_SUBSTREAMS_STOCK
+    if (opt.mode == MODE_UTLS_STREAMS) {
+        SSL_set_mode(ssl, SSL_MODE_UNORDERED);
+        if ((tap = UTLS_BIO_new_tap(fd, BIO_CLOSE)) == NULL)
+            die("UTLS_BIO_new_tap failed");
+        bio = tap;
+        if (!UTLS_stream_enable(ssl, 1))
+            die("UTLS_stream_enable failed");
+    }
+#endif
+    if (bio == NULL && (bio = BIO_new_socket(fd, BIO_CLOSE)) == NULL)
+        die("BIO_new_socket");
+    SSL_set_bio(ssl, bio, bio);
+    if (SSL_accept(ssl) != 1)
+        die("TLS handshake failed");
+    note("recv %s: handshake done (%s, %s)", mode_name(), SSL_get_version(ssl),
+         SSL_get_cipher_name(ssl));
+    while (num_ok + num_bad + num_dup < opt.count) {
+        size_t n = 0;
+        int ok;
+        uint64_t t;
+
+#ifndef UTLS_SUBSTREAMS_STOCK
+        if (opt.mode == MODE_UTLS_STREAMS) {
+            UTLS_STREAM_INFO info;
+
+            ok = UTLS_stream_read(ssl, buf, sizeof(buf), &n, &info);
+            t = now_ns();
+            if (ok) {
+                rec_offset = info.record.stream_offset;
+                rec_wire_len = info.record.wire_len;
+                deliver(buf, n, t, 1, info.stream_id, info.seq, info.held,
+                        info.record.out_of_order != 0);
+                continue;
+            }
+        } else
+#endif
+        {
+            ok = SSL_read_ex(ssl, buf, sizeof(buf), &n);
+            t = now_ns();
+            if (ok) {
+                /* One ordered byte stream: cut it into --size messages. */
+                for (size_t k = 0; k < n;) {
+                    size_t take = (size_t)opt.size - have;
+
+                    if (take > n - k)
+                        take = n - k;
+                    memcpy(msg + have, buf + k, take);
+                    have += take;
+                    k += take;
+                    if (have == (size_t)opt.size) {
+                        deliver(msg, have, t, 0, 0, 0, 0, 0);
+                        have = 0;
+                    }
+                }
+                continue;
+            }
+        }
+        switch (SSL_get_error(ssl, 0)) {
+        case SSL_ERROR_WANT_READ:
+            continue;
+        case SSL_ERROR_ZERO_RETURN:
+            note("recv %s: the sender closed", mode_name());
+            goto done;
+        default:
+            ERR_print_errors_fp(stderr);
+            note("recv %s: read failed", mode_name());
+            goto done;
+        }
+    }
+done:
+    log_end(ssl, tap);
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(lfd);
+#ifndef UTLS_SUBSTREAMS_STOCK
+    UTLS_tap_listener_free(tl);
+#endif
+    return num_ok == opt.count && num_bad == 0 && num_dup == 0 && num_order == 0 ? 0 : 1;
+}
+
+/* --- Sender -------------------------------------------------------------- */
+
+static int wait_readable(int fd, long ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r;
+
+    while ((r = poll(&p, 1, (int)ms)) < 0 && errno == EINTR)
+        continue;
+    return r > 0;
+}
+
+static int do_send(void)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int fd, one = 1;
+    SSL_CTX *ctx;
+    SSL *ssl;
+    static unsigned char m[MAX_MSG];
+    uint64_t start, deadline = now_ns() + 15000000000ull;
+    double step_ns = opt.interval_ms * 1e6 / (double)opt.streams;
+
+    parse_addr(opt.addr, &ss, &sl);
+    for (;;) {
+        if ((fd = socket(ss.ss_family, SOCK_STREAM, 0)) < 0)
+            die("socket: %s", strerror(errno));
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(fd, (struct sockaddr *)&ss, sl) == 0)
+            break;
+        if ((errno != ECONNREFUSED && errno != ENETUNREACH) || now_ns() > deadline)
+            die("connect %s: %s", opt.addr, strerror(errno));
+        close(fd);
+        usleep(50000);
+    }
+    if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+        die("SSL_CTX_new");
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    if ((ssl = SSL_new(ctx)) == NULL || !SSL_set_fd(ssl, fd))
+        die("SSL_new");
+    if (SSL_connect(ssl) != 1)
+        die("handshake with %s failed", opt.addr);
+#ifndef UTLS_SUBSTREAMS_STOCK
+    if (opt.mode == MODE_UTLS_STREAMS && !UTLS_stream_enable(ssl, 1))
+        die("UTLS_stream_enable failed");
+#endif
+    note("send %s: %ld messages of %ld bytes over %ld streams, each stream every %g ms",
+         mode_name(), opt.count, opt.size, opt.streams, opt.interval_ms);
+    start = now_ns() + 10000000u;
+    for (long j = 0; j < opt.count; j++) {
+        uint64_t due = start + (uint64_t)((double)j * step_ns);
+        uint32_t k = (uint32_t)(j % opt.streams);
+        uint64_t seq = (uint64_t)(j / opt.streams);
+        struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u),
+                              .tv_nsec = (long)(due % 1000000000u)};
+        size_t w;
+        int ok;
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            continue;
+        msg_fill(m, k, seq, now_ns());
+#ifndef UTLS_SUBSTREAMS_STOCK
+        if (opt.mode == MODE_UTLS_STREAMS)
+            ok = UTLS_stream_write(ssl, k, m, (size_t)opt.size);
+        else
+#endif
+            ok = SSL_write_ex(ssl, m, (size_t)opt.size, &w) && w == (size_t)opt.size;
+        if (!ok)
+            die("write of message %ld failed", j);
+    }
+    fprintf(logf_, "{\"event\":\"end\",\"sent\":%ld}\n", opt.count);
+    fflush(logf_);
+    SSL_shutdown(ssl);
+    /* Wait for the receiver to close, so the last messages are not cut off. */
+    shutdown(fd, SHUT_WR);
+    while (wait_readable(fd, 30000) && read(fd, m, sizeof(m)) > 0)
+        continue;
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: utls-substreams send|recv --mode tls|utls_streams (--listen|--connect) "
+            "HOST:PORT\n"
+            "         [--count N] [--streams K] [--size S] [--interval MS] [--out FILE]\n"
+            "         [--ready FILE] [--require fork|stock] [--timeout S] [--skip-without-tap]\n"
+            "         [--quiet]\n"
+            "  N messages in total (default 1000) over K streams (default 4, at most %d), each\n"
+            "  stream a message every MS ms (default 20), S plaintext bytes each (default\n"
+            "  1200, %d..%d). JSON lines go to --out (default stdout).\n",
+            MAX_STREAMS, MSG_HDR, MAX_MSG);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    int sender, rc;
+
+    if (argc < 2)
+        usage();
+    if (strcmp(argv[1], "send") == 0)
+        sender = 1;
+    else if (strcmp(argv[1], "recv") == 0)
+        sender = 0;
+    else
+        usage();
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--skip-without-tap") == 0) {
+            opt.skip_without_tap = 1;
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0) {
+            opt.quiet = 1;
+            continue;
+        }
+        if (v == NULL)
+            usage();
+        i++;
+        if (strcmp(a, "--mode") == 0) {
+            if (strcmp(v, "tls") == 0)
+                opt.mode = MODE_TLS;
+            else if (strcmp(v, "utls_streams") == 0)
+                opt.mode = MODE_UTLS_STREAMS;
+            else
+                usage();
+        } else if (strcmp(a, "--listen") == 0 || strcmp(a, "--connect") == 0) {
+            opt.addr = v;
+        } else if (strcmp(a, "--count") == 0) {
+            opt.count = atol(v);
+        } else if (strcmp(a, "--streams") == 0) {
+            opt.streams = atol(v);
+        } else if (strcmp(a, "--size") == 0) {
+            opt.size = atol(v);
+        } else if (strcmp(a, "--interval") == 0) {
+            opt.interval_ms = atof(v);
+        } else if (strcmp(a, "--out") == 0) {
+            opt.out = v;
+        } else if (strcmp(a, "--ready") == 0) {
+            opt.ready = v;
+        } else if (strcmp(a, "--require") == 0) {
+            opt.require = v;
+        } else if (strcmp(a, "--timeout") == 0) {
+            opt.timeout_s = atol(v);
+        } else {
+            usage();
+        }
+    }
+    if (opt.addr == NULL || opt.count <= 0 || opt.streams <= 0 || opt.streams > MAX_STREAMS
+        || opt.size < MSG_HDR || opt.size > MAX_MSG || opt.interval_ms < 0)
+        usage();
+#ifdef UTLS_SUBSTREAMS_STOCK
+    if (opt.mode == MODE_UTLS_STREAMS)
+        die("utls_streams mode: this is the stock build; use utls-substreams");
+    if (loaded_is_fork())
+        die("this is the stock build, but the uTLS fork %s is loaded", loaded_libssl());
+#endif
+    if (opt.require != NULL && (strcmp(opt.require, "fork") == 0) != loaded_is_fork())
+        die("--require %s: %s is loaded", opt.require, loaded_libssl());
+    signal(SIGPIPE, SIG_IGN);
+    if (opt.timeout_s > 0)
+        alarm((unsigned)opt.timeout_s); /* a hung network must not hang a test */
+    logf_ = stdout;
+    if (opt.out != NULL && (logf_ = fopen(opt.out, "w")) == NULL)
+        die("cannot write %s: %s", opt.out, strerror(errno));
+    {
+        struct timespec r, m;
+
+        /* CLOCK_REALTIME - CLOCK_MONOTONIC: maps capture timestamps onto
+         * this log's clock. */
+        clock_gettime(CLOCK_REALTIME, &r);
+        clock_gettime(CLOCK_MONOTONIC, &m);
+        fprintf(logf_,
+                "{\"event\":\"start\",\"role\":\"%s\",\"mode\":\"%s\",\"libssl\":\"%s\","
+                "\"fork\":%d,\"count\":%ld,\"streams\":%ld,\"size\":%ld,\"interval_ms\":%g,"
+                "\"real_minus_mono_ns\":%lld}\n",
+                sender ? "send" : "recv", mode_name(), loaded_libssl(), loaded_is_fork(),
+                opt.count, opt.streams, opt.size, opt.interval_ms,
+                ((long long)r.tv_sec - m.tv_sec) * 1000000000LL + (r.tv_nsec - m.tv_nsec));
+    }
+    fflush(logf_);
+    rc = sender ? do_send() : do_recv();
+    if (logf_ != stdout)
+        fclose(logf_);
+    return rc;
+}
