@@ -210,6 +210,7 @@ def run_mode(mode, prefix, cfg, bindir, rundir):
         time.sleep(0.02)
     send = subprocess.Popen(tb_exec(prefix, "sender") + [binary, "send", "--connect", addr,
                                                          "--interval", str(cfg["interval_ms"]),
+                                                         "--cc", cfg["sender_cc"],
                                                          "--out", os.path.join(rundir, "%s.send.jsonl" % mode)]
                             + common)
     _live.append(send)
@@ -302,6 +303,10 @@ def main():
     ap.add_argument("--rtt", type=float, default=100.0)
     ap.add_argument("--loss", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--cc", default="bbr",
+                    help="the sender's TCP congestion control (default bbr, as in bench/latency: "
+                         "with cubic, 2%% loss shrinks the window until messages queue in the "
+                         "sender and every mode, the oracle included, is late)")
     ap.add_argument("--prefix", default="sstb",
                     help="testbed prefix; the testbeds are PREFIXtls and PREFIXust")
     ap.add_argument("--smoke", action="store_true")
@@ -318,7 +323,7 @@ def main():
     rundir = os.path.join(out, "streams", "smoke" if a.smoke else "full")
     os.makedirs(rundir, exist_ok=True)
     cfg = {"count": a.count, "streams": a.streams, "size": a.size, "interval_ms": a.interval,
-           "rtt_ms": a.rtt, "loss_pct": a.loss, "seed": a.seed,
+           "rtt_ms": a.rtt, "loss_pct": a.loss, "seed": a.seed, "sender_cc": a.cc,
            "record_plaintext": "size + 3..4 header bytes (utls_streams); size (tls)",
            "note": "default size 300: the 4 streams together send about what the "
                    "single-stream experiment (bench/latency, 1448 bytes every 20 ms) sends, "
