@@ -30,6 +30,9 @@ static ERR_STRING_DATA utls_reason_strings[] = {
     {UTLS_R_SCHED_BAD_MESSAGE, "invalid scheduler message (empty, or unknown flags)"},
     {UTLS_R_SCHED_INVALID_CONFIG, "invalid send scheduler configuration"},
     {UTLS_R_SCHED_TCP_INFO, "TCP socket option call failed (not a TCP socket?)"},
+    {UTLS_R_UCOBS_TOO_LARGE, "uCOBS datagram larger than UTLS_UCOBS_MAX_DATAGRAM"},
+    {UTLS_R_UCOBS_BUFFER_TOO_SMALL, "uCOBS datagram larger than the buffer (it stays queued)"},
+    {UTLS_R_UCOBS_SYSCALL, "uCOBS socket call failed"},
     {0, NULL}};
 
 static void utls_err_load(void)
