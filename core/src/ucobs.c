@@ -151,7 +151,7 @@ static void ahead_add(utls_ucobs_rx *rx, uint64_t off)
     rx->num_ahead++;
 }
 
-/* ahead_remove_below forgets every entry below |off| and, if |exact|, an
+/* ahead_remove_upto forgets every entry below |off| and, if |exact|, an
  * entry equal to it; returns 1 if an entry equal to |off| was there. */
 static int ahead_remove_upto(utls_ucobs_rx *rx, uint64_t off, int exact)
 {

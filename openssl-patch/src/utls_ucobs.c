@@ -195,6 +195,11 @@ UTLS_UCOBS_RESULT UTLS_ucobs_recv(UTLS_UCOBS *u, void *buf, size_t len, size_t *
     utls_ucobs_datagram dg;
     int r;
 
+    if (u == NULL || out_len == NULL || (buf == NULL && len != 0)) {
+        ERR_raise(ERR_LIB_SSL, ERR_R_PASSED_NULL_PARAMETER);
+        errno = EINVAL;
+        return UTLS_UCOBS_ERROR;
+    }
     *out_len = 0;
     for (;;) {
         if (utls_ucobs_rx_peek(u->rx, &dg)) {

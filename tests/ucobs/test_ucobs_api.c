@@ -204,6 +204,9 @@ static void test_errors_lose_nothing(void **state)
     assert_null(UTLS_ucobs_new(c.sfd, UTLS_UCOBS_NO_TAP | UTLS_UCOBS_REQUIRE_TAP));
     ERR_clear_error();
     assert_int_equal(UTLS_ucobs_get_stats(NULL, NULL), 0);
+    assert_int_equal(UTLS_ucobs_recv(NULL, in, sizeof(in), &n, NULL), UTLS_UCOBS_ERROR);
+    assert_int_equal(UTLS_ucobs_recv(u, NULL, 5, &n, NULL), UTLS_UCOBS_ERROR);
+    ERR_clear_error();
     UTLS_ucobs_free(u);
     UTLS_ucobs_free(NULL);
     conn_close(&c);
