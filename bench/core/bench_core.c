@@ -8,6 +8,11 @@
  *                        with the per-rate detail
  *   cobs_gbps            COBS encode and decode throughput (input bytes per
  *                        second) over 1200-byte datagrams of random bytes
+ *   ucobs_rx_gbps        uCOBS receiver throughput (wire bytes per second) on
+ *                        1440-byte random datagrams fed as 1448-byte
+ *                        segments: in order, and with 2% of the segments
+ *                        held back 8 segments (the rest arrive past a hole),
+ *                        and the ratio of the two, measured in one run
  * Usage: bench_core [--quick] [--out FILE] */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +25,7 @@
 #include "utls/reasm.h"
 #include "utls/scan.h"
 #include "utls/seqpred.h"
+#include "utls/ucobs.h"
 
 static double now(void)
 {
@@ -94,6 +100,98 @@ static cobs_result bench_cobs(size_t count, int iters)
     free(enc);
     free(enc_len);
     free(dec);
+    return res;
+}
+
+typedef struct {
+    double in_order_gbps;
+    double loss_gbps;
+    uint64_t out_of_order; /* datagrams delivered past a hole (loss run) */
+} ucobs_result;
+
+/* One pass of the receiver over |wire| cut into 1448-byte segments; with
+ * |loss|, segment k is held back 8 segments when (k * 2654435761) % 100 < 2.
+ * Returns the seconds taken; checks that every datagram came exactly once. */
+static double ucobs_pass(const uint8_t *wire, size_t wire_len, size_t count, int loss,
+                         uint64_t *out_ooo)
+{
+    enum { SEG = 1448, DELAY = 8 };
+    size_t nseg = (wire_len + SEG - 1) / SEG, delivered = 0;
+    utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
+    utls_ucobs_datagram dg;
+    size_t held[64], num_held = 0, held_until[64];
+    if (rx == NULL) {
+        fprintf(stderr, "bench_ucobs: out of memory\n");
+        exit(1);
+    }
+    double t0 = now();
+    for (size_t k = 0; k <= nseg + DELAY; k++) {
+        for (size_t h = 0; h < num_held;) {
+            if (held_until[h] <= k) {
+                size_t o = held[h] * SEG, l = wire_len - o < SEG ? wire_len - o : SEG;
+                utls_ucobs_rx_feed(rx, o, wire + o, l, 0);
+                held[h] = held[num_held - 1];
+                held_until[h] = held_until[--num_held];
+            } else {
+                h++;
+            }
+        }
+        if (k < nseg) {
+            size_t o = k * SEG, l = wire_len - o < SEG ? wire_len - o : SEG;
+            if (loss && (k * 2654435761u) % 100 < 2 && num_held < 64) {
+                held[num_held] = k;
+                held_until[num_held++] = k + DELAY;
+            } else if (!utls_ucobs_rx_feed(rx, o, wire + o, l, 0)) {
+                fprintf(stderr, "bench_ucobs: feed failed\n");
+                exit(1);
+            }
+        }
+        while (utls_ucobs_rx_peek(rx, &dg)) {
+            delivered++;
+            utls_ucobs_rx_pop(rx);
+        }
+    }
+    double t = now() - t0;
+    utls_ucobs_stats st;
+    utls_ucobs_rx_get_stats(rx, &st);
+    if (delivered != count || st.datagrams_in_order + st.datagrams_out_of_order != count) {
+        fprintf(stderr, "bench_ucobs: %zu of %zu datagrams\n", delivered, count);
+        exit(1);
+    }
+    *out_ooo = st.datagrams_out_of_order;
+    utls_ucobs_rx_free(rx);
+    return t;
+}
+
+static ucobs_result bench_ucobs(size_t count, int iters)
+{
+    enum { DGRAM = 1440 };
+    ucobs_result res = {0.0, 0.0, 0};
+    size_t slot = utls_ucobs_frame_bound(DGRAM), wire_len = 0;
+    uint8_t *plain = malloc(DGRAM + 8), *wire = malloc(count * slot);
+    if (plain == NULL || wire == NULL) {
+        fprintf(stderr, "bench_ucobs: out of memory\n");
+        exit(1);
+    }
+    sg_rng r = {4242};
+    for (size_t i = 0; i < count; i++) {
+        size_t fl = 0;
+        fill_random(&r, plain, DGRAM + 8);
+        utls_ucobs_frame(wire + wire_len, slot, &fl, plain, DGRAM);
+        wire_len += fl;
+    }
+    double best_in = 1e30, best_loss = 1e30;
+    for (int it = 0; it < iters; it++) {
+        uint64_t ooo = 0;
+        double a = ucobs_pass(wire, wire_len, count, 0, &ooo);
+        double b = ucobs_pass(wire, wire_len, count, 1, &res.out_of_order);
+        best_in = a < best_in ? a : best_in;
+        best_loss = b < best_loss ? b : best_loss;
+    }
+    res.in_order_gbps = (double)wire_len / best_in / 1e9;
+    res.loss_gbps = (double)wire_len / best_loss / 1e9;
+    free(plain);
+    free(wire);
     return res;
 }
 
@@ -346,6 +444,7 @@ int main(int argc, char **argv)
     double reasm_ips = bench_reasm(quick ? 20000 : 2000000);
     double reasm_random_ips = bench_reasm_random(quick ? 20000 : 1000000);
     cobs_result cr = bench_cobs(quick ? 256 : 8192, quick ? 2 : 20);
+    ucobs_result ur = bench_ucobs(quick ? 1000 : 50000, quick ? 2 : 5);
 
     static const double losses[] = {0.01, 0.02, 0.05};
     double mean[3];
@@ -381,6 +480,11 @@ int main(int argc, char **argv)
     fprintf(f, "  \"reasm_random_inserts_per_s\": %.0f,\n", reasm_random_ips);
     fprintf(f, "  \"cobs_gbps\": {\"encode\": %.3f, \"decode\": %.3f},\n", cr.encode_gbps,
             cr.decode_gbps);
+    fprintf(f,
+            "  \"ucobs_rx_gbps\": {\"in_order\": %.3f, \"loss_2pct\": %.3f, "
+            "\"loss_vs_in_order\": %.3f, \"out_of_order_datagrams\": %llu},\n",
+            ur.in_order_gbps, ur.loss_gbps, ur.loss_gbps / ur.in_order_gbps,
+            (unsigned long long)ur.out_of_order);
     fprintf(f, "  \"probes_per_record\": {\n");
     for (int m = 0; m < 3; m++) {
         fprintf(f, "    \"%s\": %.4f,\n", sg_model_names[m], mean[m]);

@@ -8,7 +8,8 @@ file(READ ${OUT} json)
 foreach(path "scan_gbps" "reasm_inserts_per_s" "probes_per_record;cbr"
         "probes_per_record;vbr" "probes_per_record;mixed"
         "probes_per_record;by_loss;vbr;0.05" "scan_fp_predicted_per_position"
-        "cobs_gbps;encode" "cobs_gbps;decode")
+        "cobs_gbps;encode" "cobs_gbps;decode" "ucobs_rx_gbps;in_order"
+        "ucobs_rx_gbps;loss_2pct" "ucobs_rx_gbps;loss_vs_in_order")
     string(JSON value ERROR_VARIABLE err GET "${json}" ${path})
     if(err)
         message(FATAL_ERROR "core.json: ${path}: ${err}")

@@ -2,12 +2,15 @@
 """bench/latency: Minion's streaming experiment on the namespace testbed.
 
 A sender writes one record every T ms over a path with a given RTT and loss;
-the receiver logs when each record is delivered. Three modes run side by side,
+the receiver logs when each record is delivered. Four modes run side by side,
 each on a testbed of its own (tools/testbed --prefix), with the same loss seed:
 
   tls   stock OpenSSL (the system libssl), in-order SSL_read
   utls  the uTLS fork, SSL_MODE_UNORDERED through the tap (UTLS_tap_listen)
   dtls  OpenSSL DTLS 1.2 over UDP, one datagram per record (lost ones are lost)
+  ucobs no TLS: uCOBS datagrams on plain TCP (UTLS_ucobs_send/recv, the tap),
+        each sized so that its frame is as long as the TLS record (1440 bytes
+        for 1448 on the wire; see ucobs_size)
 
 plus the oracle: each record delivered the moment its last byte reached the
 receiving host, from a tcpdump capture taken on the receiver of the utls run
@@ -33,9 +36,21 @@ sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 
 PORT = 4433
-MODES = ("tls", "utls", "dtls")
+MODES = ("tls", "utls", "dtls", "ucobs")
 # TLS 1.3 AES-GCM: 5-byte header + 1 content-type byte + 16-byte tag.
 TLS13_OVERHEAD = 22
+
+
+def ucobs_size(wire):
+    """The uCOBS datagram size whose frame is |wire| bytes. utls-stream's
+    ucobs payload has no zero after its 24-byte header, so a datagram of S
+    bytes is a frame of S + 2 + ceil((S - 24) / 254) bytes (two markers, one
+    COBS code byte per block: the header's zeros end short blocks, the rest
+    is cut every 254 bytes). 1448 -> 1440, 1470 -> 1462."""
+    for s in range(wire, 24, -1):
+        if s + 2 + -(-(s - 24) // 254) == wire:
+            return s
+    raise ValueError("no uCOBS datagram size gives a %d-byte frame" % wire)
 # Loss recovery of the paper's era (Linux 2.6.34): no RACK, no TLP.
 CLASSIC = ("net.ipv4.tcp_recovery=0", "net.ipv4.tcp_early_retrans=0")
 
@@ -128,9 +143,15 @@ def start_capture(setup, prefix, path):
 def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     """One stream through testbed |prefix|. Returns the analysis dict."""
     count, interval, size = cfg["count"], cfg["interval_ms"], cfg["size"]
+    overhead = TLS13_OVERHEAD
+    if mode == "ucobs":
+        # Plain TCP: the datagram is sized so that its frame has the TLS
+        # record's wire size.
+        size = ucobs_size(cfg["wire_record_bytes"])
+        overhead = cfg["wire_record_bytes"] - size
     rtt = cfg["rtt_ms"]
-    binary = setup.fork_bin if mode == "utls" else setup.stock_bin
-    require = "fork" if mode == "utls" else "stock"
+    binary = setup.fork_bin if mode in ("utls", "ucobs") else setup.stock_bin
+    require = "fork" if mode in ("utls", "ucobs") else "stock"
     recv_log = os.path.join(rundir, "%s.recv.jsonl" % mode)
     send_log = os.path.join(rundir, "%s.send.jsonl" % mode)
     ready = os.path.join(rundir, "%s.ready" % mode)
@@ -173,12 +194,16 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
         log("warning: %s receiver exit %d (missing/duplicate/bad records), see %s"
             % (mode, rrc, recv_log))
     res = analyze.analyze_run(recv_log, rtt, send_log,
-                              pcap if cap is not None else None, PORT, TLS13_OVERHEAD)
+                              pcap if cap is not None else None, PORT, overhead)
+    if mode == "ucobs":
+        res["run"]["datagram_bytes"] = size
+        res["run"]["wire_bytes"] = size + overhead
     res["exit"] = rrc
     return res
 
 
-def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls"), progress=True, keylog=None,
+def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs"), progress=True,
+              keylog=None,
               sender_sysctls=()):
     """All modes of one configuration in parallel, each on its own testbed."""
     rundir = os.path.join(setup.out, "latency", name)
@@ -243,7 +268,7 @@ def summarize(cfg, results):
     if "utls" in results and "oracle" in results["utls"]:
         out["oracle"] = results["utls"]["oracle"]
         out["oracle"]["run"] = "utls"
-    for mode in ("tls",):
+    for mode in ("tls", "ucobs"):
         if mode in results and "oracle" in results[mode]:
             o = results[mode]["oracle"]
             out[mode]["oracle_same_run"] = {k: o[k] for k in ("delayed_gt_rtt", "p50_ms", "p95_ms",
@@ -259,6 +284,7 @@ def cdf_plot(results, path, title, rtt):
     series = [("tls", "TLS (stock OpenSSL, in order)", "tab:red", "-"),
               ("utls", "uTLS (SSL_MODE_UNORDERED + tap)", "tab:blue", "-"),
               ("dtls", "DTLS over UDP (lost = never)", "tab:green", "--"),
+              ("ucobs", "uCOBS over TCP (no TLS; tap)", "tab:purple", "-."),
               ("oracle", "oracle (last byte reached host)", "black", ":")]
     for key, label, color, ls in series:
         if key == "oracle":
@@ -298,7 +324,8 @@ def sweep_plot(points, xkey, xlabel, path, title):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     xs = [p["config"][xkey] for p in points]
     for key, color, ls in (("tls", "tab:red", "-"), ("utls", "tab:blue", "-"),
-                           ("dtls", "tab:green", "--"), ("oracle", "black", ":")):
+                           ("dtls", "tab:green", "--"), ("ucobs", "tab:purple", "-."),
+                           ("oracle", "black", ":")):
         ys = [p.get(key, {}).get("delayed_gt_rtt") for p in points]
         p99 = [p.get(key, {}).get("p99_ms") for p in points]
         if all(y is None for y in ys):
@@ -323,8 +350,8 @@ def table(doc):
     """The side-by-side table of one configuration, as text."""
     rows = ["%-7s %11s %12s %8s %8s %8s %13s" % ("mode", "delivered", "delayed>RTT", "p50 ms",
                                                   "p95 ms", "p99 ms", "out-of-order")]
-    names = {"tls": "tls", "utls": "utls", "dtls": "dtls", "oracle": "oracle"}
-    for key in ("tls", "utls", "dtls", "oracle"):
+    names = {"tls": "tls", "utls": "utls", "dtls": "dtls", "ucobs": "ucobs", "oracle": "oracle"}
+    for key in ("tls", "utls", "dtls", "ucobs", "oracle"):
         m = doc.get(key)
         if not m:
             continue
@@ -346,7 +373,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", help="default BUILD/bench")
     ap.add_argument("--bin-dir", help="utls-stream binaries (default BUILD/examples/utls-stream)")
-    ap.add_argument("--prefix", default="ulat", help="testbed prefix (PREFIX0..2)")
+    ap.add_argument("--prefix", default="ulat", help="testbed prefix (PREFIX0..3)")
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--interval", type=float, default=20.0)
     ap.add_argument("--size", type=int, default=1426,
@@ -404,14 +431,18 @@ def main():
             "|utls - oracle| <= 0.005": abs(doc["utls"]["delayed_gt_rtt"]
                                             - doc["oracle"]["delayed_gt_rtt"]) <= 0.005,
         }
+        if "ucobs" in doc:
+            doc["targets"]["ucobs.delayed_gt_rtt <= 0.03"] = doc["ucobs"]["delayed_gt_rtt"] <= 0.03
         cdf_plot(res, os.path.join(setup.out, "latency_cdf.png"),
                  "%d records of %d B (%d B on the wire) every %g ms, RTT %g ms, %g%% loss"
                  % (a.count, a.size, a.size + TLS13_OVERHEAD, a.interval, a.rtt, a.loss), a.rtt)
         with open(os.path.join(setup.out, "latency", "headline", "results.json"), "w") as f:
             json.dump(strip(res), f, indent=1)
-        log("headline: delayed>RTT tls %.4f utls %.4f dtls %.4f oracle %.4f"
+        log("headline: delayed>RTT tls %.4f utls %.4f dtls %.4f ucobs %s oracle %.4f"
             % (doc["tls"]["delayed_gt_rtt"], doc["utls"]["delayed_gt_rtt"],
-               doc["dtls"]["delayed_gt_rtt"], doc["oracle"]["delayed_gt_rtt"]))
+               doc["dtls"]["delayed_gt_rtt"],
+               "%.4f" % doc["ucobs"]["delayed_gt_rtt"] if "ucobs" in doc else "-",
+               doc["oracle"]["delayed_gt_rtt"]))
 
         if not a.no_variant:
             vcfg = dict(cfg, size=1448, wire_record_bytes=1448 + TLS13_OVERHEAD)
@@ -468,7 +499,9 @@ def main():
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     log("wrote %s, plots %s/latency_*.png (%.0f s)" % (path, setup.out, doc["elapsed_s"]))
-    print(json.dumps({k: doc[k] for k in ("tls", "utls", "dtls", "oracle", "targets")}, indent=1))
+    print(table(doc))
+    print(json.dumps({k: doc[k] for k in ("tls", "utls", "dtls", "ucobs", "oracle", "targets")
+                      if k in doc}, indent=1))
     return 0
 
 

@@ -38,6 +38,11 @@
  *   dtls  DTLS 1.2 over UDP: each record is one datagram; a lost datagram is
  *         lost. The receiver stops at the peer's close_notify, after N
  *         records, or after --idle-ms without data.
+ *   ucobs no TLS: plain TCP, one uCOBS datagram per message
+ *         (UTLS_ucobs_send); the receiver reads with UTLS_ucobs_recv and the
+ *         tap (listener tap before accept, like utls). Needs CAP_NET_RAW.
+ *         The payload has no zero byte after its 24-byte header, so every
+ *         frame is S + 2 + ceil((S - 24) / 254) bytes: S = 1440 makes 1448.
  *
  * Exit status: 0 when every record arrived exactly once and intact (dtls:
  * none duplicated or corrupted), 1 otherwise, 2 on setup errors, 77 when
@@ -76,7 +81,7 @@
 #define MAGIC 0x6d727473u /* "strm" little-endian */
 #define MAX_PLAIN 16384
 
-enum mode { MODE_TLS, MODE_UTLS, MODE_DTLS };
+enum mode { MODE_TLS, MODE_UTLS, MODE_DTLS, MODE_UCOBS };
 
 static struct {
     enum mode mode;
@@ -141,7 +146,7 @@ static int64_t real_minus_mono_ns(void)
 
 static const char *mode_name(enum mode m)
 {
-    return m == MODE_TLS ? "tls" : m == MODE_UTLS ? "utls" : "dtls";
+    return m == MODE_TLS ? "tls" : m == MODE_UTLS ? "utls" : m == MODE_UCOBS ? "ucobs" : "dtls";
 }
 
 /* --- Which libssl is this? ------------------------------------------------ */
@@ -167,8 +172,8 @@ static void check_library(void)
 {
     int fork = loaded_is_fork();
 
-    if (opt.mode == MODE_UTLS && !fork)
-        die("utls mode needs the uTLS fork, but %s is loaded", loaded_libssl());
+    if ((opt.mode == MODE_UTLS || opt.mode == MODE_UCOBS) && !fork)
+        die("%s mode needs the uTLS fork, but %s is loaded", mode_name(opt.mode), loaded_libssl());
 #ifdef UTLS_STREAM_STOCK
     if (fork)
         die("this is the stock build, but the uTLS fork %s is loaded", loaded_libssl());
@@ -218,8 +223,40 @@ static uint64_t get64(const unsigned char *p)
 
 static unsigned char pattern(uint32_t idx, size_t j)
 {
-    return (unsigned char)(idx * 131u + j * 7u + (j >> 8));
+    unsigned char c = (unsigned char)(idx * 131u + j * 7u + (j >> 8));
+
+    /* ucobs: no zero after the header, so every frame has the same size
+     * (see ucobs_frame_len) */
+    return c == 0 && opt.mode == MODE_UCOBS ? 0xA5 : c;
 }
+
+#ifndef UTLS_STREAM_STOCK
+/* ucobs_frame_len returns the size on the wire of the uCOBS frame of |p|:
+ * the two markers plus its COBS encoding (one code byte per block; a block
+ * ends at a zero, or after 254 data bytes). */
+static size_t ucobs_frame_len(const unsigned char *p, size_t len)
+{
+    size_t enc = 0, run = 0, i;
+    int last_full = 0;
+
+    for (i = 0; i < len; i++) {
+        if (p[i] == 0) {
+            enc += run + 1;
+            run = 0;
+            last_full = 0;
+        } else if (++run == 254) {
+            enc += 255;
+            run = 0;
+            last_full = 1;
+        } else {
+            last_full = 0;
+        }
+    }
+    if (run > 0 || !last_full)
+        enc += run + 1;
+    return enc + 2;
+}
+#endif
 
 static void fill_payload(unsigned char *p, size_t len, uint32_t idx, uint64_t send_ns)
 {
@@ -406,6 +443,73 @@ static void log_end(SSL *ssl, BIO *tapbio, uint64_t first_ns, uint64_t last_ns)
          mode_name(opt.mode), num_ok, opt.count, num_ooo, missing, num_dup, num_bad);
 }
 
+#ifndef UTLS_STREAM_STOCK
+/* recv_ucobs: plain TCP, one uCOBS datagram per message, read with the tap
+ * (UTLS_ucobs_new requires it). */
+static int recv_ucobs(int fd)
+{
+    static unsigned char buf[MAX_PLAIN];
+    uint64_t first_ns = 0, last_ns = 0;
+    UTLS_UCOBS *u = UTLS_ucobs_new(fd, UTLS_UCOBS_REQUIRE_TAP);
+    UTLS_UCOBS_STATS st;
+    long missing = 0, i;
+
+    if (u == NULL)
+        die("UTLS_ucobs_new failed");
+    note("recv ucobs: connected, reading with the tap");
+    while (num_ok + num_bad + num_dup < opt.count) {
+        UTLS_UCOBS_INFO info;
+        size_t n = 0;
+        char extra[256];
+        UTLS_UCOBS_RESULT r = UTLS_ucobs_recv(u, buf, sizeof(buf), &n, &info);
+        uint64_t t = now_ns();
+
+        if (r == UTLS_UCOBS_EOF) {
+            note("recv ucobs: the sender closed");
+            break;
+        }
+        if (r != UTLS_UCOBS_OK) {
+            ERR_print_errors_fp(stderr);
+            note("recv ucobs: read failed (%d)", (int)r);
+            break;
+        }
+        num_ooo += info.out_of_order != 0;
+        snprintf(extra, sizeof(extra),
+                 ",\"ooo\":%d,\"arrival_ns\":%llu,\"offset\":%llu,\"wire_len\":%zu",
+                 info.out_of_order != 0, (unsigned long long)info.arrival_ns,
+                 (unsigned long long)info.offset, ucobs_frame_len(buf, n));
+        if (first_ns == 0)
+            first_ns = t;
+        last_ns = t;
+        deliver(buf, n, t, extra);
+    }
+    for (i = 0; i < opt.count; i++)
+        missing += !seen[i];
+    UTLS_ucobs_get_stats(u, &st);
+    fprintf(logf_,
+            "{\"event\":\"end\",\"mode\":\"ucobs\",\"received\":%ld,\"missing\":%ld,"
+            "\"duplicates\":%ld,\"bad\":%ld,\"out_of_order\":%ld,\"duration_s\":%.3f,"
+            "\"ucobs\":{\"datagrams_in_order\":%llu,\"datagrams_out_of_order\":%llu,"
+            "\"framing_errors\":%llu,\"held_back\":%llu,\"bytes_read\":%llu,"
+            "\"fragment_bytes\":%llu,\"tapped\":%d},"
+            "\"tap\":{\"packets\":%llu,\"payload_bytes\":%llu,\"fragments\":%llu,"
+            "\"ring_drops\":%llu,\"malformed\":%llu}}\n",
+            num_ok, missing, num_dup, num_bad, num_ooo,
+            last_ns > first_ns ? (double)(last_ns - first_ns) / 1e9 : 0.0,
+            (unsigned long long)st.datagrams_in_order, (unsigned long long)st.datagrams_out_of_order,
+            (unsigned long long)st.framing_errors, (unsigned long long)st.held_back,
+            (unsigned long long)st.bytes_read, (unsigned long long)st.fragment_bytes, st.tapped,
+            (unsigned long long)st.tap.packets, (unsigned long long)st.tap.payload_bytes,
+            (unsigned long long)st.tap.fragments, (unsigned long long)st.tap.ring_drops,
+            (unsigned long long)st.tap.malformed);
+    fflush(logf_);
+    note("recv ucobs: %ld of %ld datagrams, %ld out of order, %ld missing, %ld duplicates, %ld bad",
+         num_ok, opt.count, num_ooo, missing, num_dup, num_bad);
+    UTLS_ucobs_free(u);
+    return num_ok == opt.count && num_bad == 0 && num_dup == 0 ? 0 : 1;
+}
+#endif
+
 static int recv_tcp(void)
 {
     struct sockaddr_storage ss;
@@ -424,7 +528,7 @@ static int recv_tcp(void)
     parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
     lfd = listen_socket(SOCK_STREAM, &ss, sl);
 #ifndef UTLS_STREAM_STOCK
-    if (opt.mode == MODE_UTLS) {
+    if (opt.mode == MODE_UTLS || opt.mode == MODE_UCOBS) {
         /* Before any SYN can arrive: the tap needs the ISN from the SYN. */
         tl = UTLS_tap_listen(lfd);
         if (tl == NULL) {
@@ -445,6 +549,16 @@ static int recv_tcp(void)
     if ((fd = accept(lfd, NULL, NULL)) < 0)
         die("accept: %s", strerror(errno));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+#ifndef UTLS_STREAM_STOCK
+    if (opt.mode == MODE_UCOBS) {
+        int rc = recv_ucobs(fd);
+
+        close(fd);
+        close(lfd);
+        UTLS_tap_listener_free(tl);
+        return rc;
+    }
+#endif
 
     if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
         die("SSL_CTX_new");
@@ -665,6 +779,46 @@ static int connect_retry(int type, struct sockaddr_storage *ss, socklen_t sl)
     }
 }
 
+#ifndef UTLS_STREAM_STOCK
+/* send_ucobs: one UTLS_ucobs_send (one frame, one send call) per message. */
+static int send_ucobs(int fd)
+{
+    static unsigned char rec[MAX_PLAIN];
+    uint64_t start, period = (uint64_t)(opt.interval_ms * 1e6), late_max = 0;
+    long i;
+
+    fprintf(logf_, "{\"event\":\"handshake\",\"version\":\"ucobs\",\"first_app_offset\":0}\n");
+    note("send ucobs: connected, %ld datagrams of %ld bytes every %g ms", opt.count, opt.size,
+         opt.interval_ms);
+    start = now_ns() + 10000000u;
+    for (i = 0; i < opt.count; i++) {
+        uint64_t due = start + (uint64_t)i * period, t;
+
+        sleep_until(due);
+        t = now_ns();
+        if (t - due > late_max)
+            late_max = t - due;
+        fill_payload(rec, (size_t)opt.size, (uint32_t)i, t);
+        if (!UTLS_ucobs_send(fd, rec, (size_t)opt.size))
+            die("send of datagram %ld failed: %s", i, strerror(errno));
+        fprintf(logf_, "{\"i\":%ld,\"send_ns\":%llu,\"wire_len\":%zu}\n", i,
+                (unsigned long long)t, ucobs_frame_len(rec, (size_t)opt.size));
+        if (!opt.quiet && (i + 1) % 500 == 0)
+            note("send ucobs: %ld datagrams", i + 1);
+    }
+    fprintf(logf_, "{\"event\":\"end\",\"sent\":%ld,\"max_late_ms\":%.3f}\n", opt.count,
+            (double)late_max / 1e6);
+    fflush(logf_);
+    /* Wait for the receiver to close, so that the last datagrams are not cut
+     * off by a reset. */
+    shutdown(fd, SHUT_WR);
+    while (wait_readable(fd, 30000) && read(fd, rec, sizeof(rec)) > 0)
+        continue;
+    close(fd);
+    return 0;
+}
+#endif
+
 static int do_send(void)
 {
     struct sockaddr_storage ss;
@@ -679,6 +833,10 @@ static int do_send(void)
 
     parse_addr(opt.addr, dtls ? SOCK_DGRAM : SOCK_STREAM, &ss, &sl);
     fd = connect_retry(dtls ? SOCK_DGRAM : SOCK_STREAM, &ss, sl);
+#ifndef UTLS_STREAM_STOCK
+    if (opt.mode == MODE_UCOBS)
+        return send_ucobs(fd);
+#endif
     if ((ctx = SSL_CTX_new(dtls ? DTLS_client_method() : TLS_client_method())) == NULL)
         die("SSL_CTX_new");
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -742,7 +900,7 @@ static int do_send(void)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: utls-stream send|recv --mode tls|utls|dtls (--listen|--connect) HOST:PORT\n"
+            "usage: utls-stream send|recv --mode tls|utls|dtls|ucobs (--listen|--connect) HOST:PORT\n"
             "         [--count N] [--size S] [--interval MS] [--out FILE] [--ready FILE]\n"
             "         [--require fork|stock] [--idle-ms MS] [--timeout S] [--skip-without-tap]\n"
             "         [--cc CONGESTION_CONTROL (send)]\n"
@@ -783,7 +941,8 @@ int main(int argc, char **argv)
         i++;
         if (strcmp(a, "--mode") == 0)
             opt.mode = strcmp(v, "tls") == 0 ? MODE_TLS : strcmp(v, "utls") == 0 ? MODE_UTLS
-                     : strcmp(v, "dtls") == 0 ? MODE_DTLS : (usage(), MODE_TLS);
+                     : strcmp(v, "dtls") == 0 ? MODE_DTLS
+                     : strcmp(v, "ucobs") == 0 ? MODE_UCOBS : (usage(), MODE_TLS);
         else if (strcmp(a, "--listen") == 0 || strcmp(a, "--connect") == 0)
             opt.addr = v;
         else if (strcmp(a, "--count") == 0)
@@ -811,8 +970,8 @@ int main(int argc, char **argv)
         || opt.interval_ms < 0)
         usage();
 #ifdef UTLS_STREAM_STOCK
-    if (opt.mode == MODE_UTLS)
-        die("utls mode: this is the stock build (no uTLS); use utls-stream");
+    if (opt.mode == MODE_UTLS || opt.mode == MODE_UCOBS)
+        die("%s mode: this is the stock build (no uTLS); use utls-stream", mode_name(opt.mode));
 #endif
     signal(SIGPIPE, SIG_IGN);
     if (opt.timeout_s > 0)

@@ -42,6 +42,9 @@ static ERR_STRING_DATA utls_reason_strings[] = {
     {UTLS_R_STREAM_SEQ_EXHAUSTED, "sub-stream sequence numbers exhausted"},
     {UTLS_R_STREAM_FAILED, "the sub-stream layer failed earlier (see the first error)"},
     {UTLS_R_STREAM_BUSY, "sub-stream layer busy (messages held, or a write to repeat)"},
+    {UTLS_R_UCOBS_TOO_LARGE, "uCOBS datagram larger than UTLS_UCOBS_MAX_DATAGRAM"},
+    {UTLS_R_UCOBS_BUFFER_TOO_SMALL, "uCOBS datagram larger than the buffer (it stays queued)"},
+    {UTLS_R_UCOBS_SYSCALL, "uCOBS socket call failed"},
     {0, NULL}};
 
 static void utls_err_load(void)

@@ -57,6 +57,10 @@ size_t utls_segstore_num_events(const utls_segstore *c);
  * stores a pointer to the BIO's signals, which live as long as the BIO. The
  * SSL reads them on every read instead of calling into the BIO. */
 #define UTLS_BIO_CTRL_GET_SIGNALS 0x7577
+/* UTLS_BIO_CTRL_GET_CAPTURE_FD: a tap BIO returns its packet socket (readable
+ * when the ring holds captured segments), for callers that poll; -1 or 0
+ * otherwise. */
+#define UTLS_BIO_CTRL_GET_CAPTURE_FD 0x7578
 
 /* What a fragment source tells the SSL without a call: |pending| is non-zero
  * when fragments or a wake-up may be waiting (the tap: also when its ring

@@ -837,6 +837,8 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
         t->woke = 0;
         return w;
     }
+    case UTLS_BIO_CTRL_GET_CAPTURE_FD:
+        return t->ring != NULL ? t->pfd : -1;
     case UTLS_BIO_CTRL_GET_SIGNALS:
         if (t->ring == NULL)
             return 0;

@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${UTLS_FUZZ_BUILD_DIR:-$root/build-fuzz}
 cc=${CC_FUZZ:-clang}
-targets=(fuzz_cobs fuzz_reasm fuzz_scan)
+targets=(fuzz_cobs fuzz_reasm fuzz_scan fuzz_ucobs)
 
 if ! command -v "$cc" >/dev/null; then
     echo "run-fuzzers: $cc not found (apt-get install clang libclang-rt-14-dev)" >&2
