@@ -203,9 +203,9 @@ struct utls_conn_st {
     double probe_budget;
 
     utls_seqset ahead; /* seqs of gen delivered out of order */
-    /* While nothing is held past a hole, in-order records are only noted
-     * here (the last two: two confirm TLS 1.2's nonce delta) and the stores
-     * are brought up to date when a fragment arrives (utls_ooo_sync). */
+    /* In-order records are only noted here (the last two: two confirm TLS
+     * 1.2's nonce delta) and the stores are brought up to date when the
+     * out-of-order side next works (utls_ooo_sync). */
     utls_seqpred_record idle_anchor[2];
     int num_idle_anchors;
     int stores_stale;

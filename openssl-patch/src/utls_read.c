@@ -380,15 +380,9 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
 
 /* --- Past a hole: scan, predict, probe ----------------------------------- */
 
-/* utls_ooo_idle: nothing is held or pending past a hole. */
-static int utls_ooo_idle(const utls_conn *c)
-{
-    return utls_reasm_num_fragments(c->reasm) == 0 && c->num_failed == 0
-        && utls_scan_num_pending(c->scan) == 0;
-}
-
 /* utls_ooo_sync brings the stores up to the in-order point and adds the
- * in-order records noted while idle as anchors. */
+ * last in-order records noted since the previous sync as anchors. Everything
+ * that reads the stores or the predictor runs after it. */
 static void utls_ooo_sync(utls_conn *c)
 {
     int i;
@@ -796,6 +790,7 @@ static void utls_pump(SSL *s, utls_conn *c)
      * it has grown back (it grows with the bytes that keep arriving). */
     if (ok && c->budget_starved && c->num_failed > 0 && c->probe_budget >= 1) {
         c->budget_starved = 0;
+        utls_ooo_sync(c);
         while (failed_retry(s, c, 0))
             continue;
     }
@@ -859,18 +854,18 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
             a.wire_len = c->cur_wire_len;
             a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
             a.explicit_nonce = c->cur_nonce;
-            if (utls_ooo_idle(c)) {
-                /* The hot path: no hole, nothing to update but a note. */
-                c->idle_anchor[0] = c->idle_anchor[1];
-                c->idle_anchor[1] = a;
-                if (c->num_idle_anchors < 2)
-                    c->num_idle_anchors++;
-                c->stores_stale = 1;
-                utls_seqpred_observe(c->pred, a.wire_len);
-            } else {
-                utls_ooo_sync(c);
-                utls_seqpred_add_anchor(c->pred, &a);
-            }
+            /* The hot path, with or without a hole: only a note. The stores
+             * are brought up to date when the out-of-order side next works
+             * (utls_ooo_sync). Adding every in-order record as an anchor
+             * while bytes are held past a hole shifted the whole anchor
+             * table once per record, and advance() drops all but the last
+             * in-order anchor anyway. */
+            c->idle_anchor[0] = c->idle_anchor[1];
+            c->idle_anchor[1] = a;
+            if (c->num_idle_anchors < 2)
+                c->num_idle_anchors++;
+            c->stores_stale = 1;
+            utls_seqpred_observe(c->pred, a.wire_len);
         }
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
             && seqset_take(&c->ahead, seq)) {
