@@ -108,6 +108,10 @@ int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
 /* Records delivered out of order and not yet passed in order. Bounds the
  * duplicate-suppression set; past it no more records are delivered early. */
 #define UTLS_MAX_DELIVERED_AHEAD 1024
+/* Spare probe buffers (UTLS_SCRATCH_LEN bytes each) kept for reuse: bounds
+ * the memory an idle connection keeps after a burst of out-of-order
+ * records. */
+#define UTLS_MAX_SPARE_BUFS 4
 /* Scanner hits handled per feed call. */
 #define UTLS_SCAN_BATCH 64
 /* Plausible headers whose candidates all failed, kept to be tried again when
@@ -152,7 +156,10 @@ typedef struct {
     size_t wire_len;
     uint64_t arrival_ns;
     size_t len;
-    unsigned char *data; /* plaintext, owned */
+    unsigned char *data; /* plaintext, inside |buf| */
+    unsigned char *buf;  /* the allocation |data| points into, owned */
+    int buf_is_scratch;  /* |buf| is a UTLS_SCRATCH_LEN buffer (a former
+                          * probe buffer), reusable as one */
 } utls_ready_record;
 
 struct utls_conn_st {
@@ -234,6 +241,10 @@ struct utls_conn_st {
     size_t partial_pos;
 
     unsigned char *scratch; /* one record: header + max ciphertext */
+    /* Probe buffers given back by delivered records, for the next hand-over
+     * (see ready_add): no allocation per out-of-order record. */
+    unsigned char *spare[UTLS_MAX_SPARE_BUFS];
+    size_t num_spare;
     int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */
 
     /* Explicit record numbers: the negotiation and both directions. */

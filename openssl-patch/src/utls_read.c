@@ -118,15 +118,18 @@ static int ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
     return -1;
 }
 
-static void ready_free_data(const utls_conn *c, utls_ready_record *r)
+static void ready_free_data(utls_conn *c, utls_ready_record *r)
 {
     /* Plaintext is wiped as stock OpenSSL wipes its own: only with
      * SSL_OP_CLEANSE_PLAINTEXT. */
-    if (c->cleanse_plaintext)
-        OPENSSL_clear_free(r->data, r->len);
+    if (c->cleanse_plaintext && r->data != NULL)
+        OPENSSL_cleanse(r->data, r->len);
+    if (r->buf != NULL && r->buf_is_scratch && c->num_spare < UTLS_MAX_SPARE_BUFS)
+        c->spare[c->num_spare++] = r->buf;
     else
-        OPENSSL_free(r->data);
+        OPENSSL_free(r->buf);
     r->data = NULL;
+    r->buf = NULL;
 }
 
 static void ready_remove(utls_conn *c, size_t i)
@@ -136,8 +139,11 @@ static void ready_remove(utls_conn *c, size_t i)
     c->num_ready--;
 }
 
+/* ready_add queues the verified record |r| whose plaintext |pt| (r->len
+ * bytes) usually lies in c->scratch. Returns 1, or 0 if it cannot be kept. */
 static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned char *pt)
 {
+    unsigned char *fresh;
     size_t i;
 
     if (c->ready == NULL) {
@@ -157,7 +163,19 @@ static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned ch
     }
     memmove(&c->ready[i + 1], &c->ready[i], (c->num_ready - i) * sizeof(*c->ready));
     c->ready[i] = *r;
-    if ((c->ready[i].data = OPENSSL_memdup(pt, r->len)) == NULL) {
+    if (pt >= c->scratch && pt + r->len <= c->scratch + UTLS_SCRATCH_LEN
+        && (fresh = c->num_spare > 0 ? c->spare[--c->num_spare]
+                                     : OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL) {
+        /* The plaintext stays where the probe decrypted it: the record takes
+         * the probe buffer, and the next probe gets a spare one. */
+        c->ready[i].buf = c->scratch;
+        c->ready[i].buf_is_scratch = 1;
+        c->ready[i].data = (unsigned char *)pt;
+        c->scratch = fresh;
+    } else if ((c->ready[i].buf = OPENSSL_memdup(pt, r->len)) != NULL) {
+        c->ready[i].buf_is_scratch = 0;
+        c->ready[i].data = c->ready[i].buf;
+    } else {
         memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i) * sizeof(*c->ready));
         return 0;
     }
@@ -493,6 +511,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
             rr.arrival_ns = arrival_ns;
             rr.len = pt_len;
             rr.data = NULL;
+            rr.buf = NULL;
+            rr.buf_is_scratch = 0;
             if (!ready_add(c, &rr, pt))
                 c->stats.bytes_dropped += q->wire_len;
         }
@@ -1036,6 +1056,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
             c->partial_pos = n;
             c->partial_active = 1;
             r->data = NULL; /* now owned by c->partial */
+            r->buf = NULL;
             r->len = 0;
         }
         ready_remove(c, 0);
