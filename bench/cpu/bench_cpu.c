@@ -539,6 +539,9 @@ struct schedule {
     size_t num_segments;         /* = number of deliveries */
     size_t num_retransmissions;  /* lost transmissions */
     size_t max_hole_segments;    /* widest reordering seen by the receiver */
+    size_t past_hole_segments;   /* deliveries that arrive past a hole: with
+                                  * 1448-byte records, the records the fork
+                                  * can deliver out of order */
 };
 
 /*
@@ -614,6 +617,7 @@ static int schedule_build(struct schedule *out, size_t num_segments, double loss
         if (out->order[i] >= in_order && out->order[i] - in_order + 1 > out->max_hole_segments) {
             out->max_hole_segments = out->order[i] - in_order + 1;
         }
+        out->past_hole_segments += out->order[i] > in_order;
         while (in_order < num_segments && seen[in_order]) {
             in_order++;
         }
@@ -884,11 +888,12 @@ static int child_main(const struct child_opts *o)
         goto cleanup;
     }
     printf("cpu_s=%.9f checksum_cpu_s=%.9f records=%zu payload=%zu record_wire=%zu "
-           "segments=%zu retransmissions=%zu max_hole=%zu delivered_ooo=%zu "
+           "segments=%zu retransmissions=%zu max_hole=%zu past_hole=%zu delivered_ooo=%zu "
            "in_order=%llu out_of_order=%llu skipped=%llu probes=%llu soft_failures=%llu "
            "decryptions_saved=%llu fallback=%d calibration=%zu lib=%s\n",
            t1 - t0, digest_s, rs->records, payload, rec_wire, sched.num_segments,
-           sched.num_retransmissions, sched.max_hole_segments, rs->delivered_out_of_order,
+           sched.num_retransmissions, sched.max_hole_segments, sched.past_hole_segments,
+           rs->delivered_out_of_order,
            (unsigned long long)stats.records_in_order,
            (unsigned long long)stats.records_out_of_order,
            (unsigned long long)stats.records_skipped, (unsigned long long)stats.probes,
@@ -915,7 +920,7 @@ cleanup:
 struct sample {
     double cpu_s;
     double checksum_cpu_s;
-    size_t records, payload, record_wire, segments, retransmissions, max_hole;
+    size_t records, payload, record_wire, segments, retransmissions, max_hole, past_hole;
     size_t delivered_ooo;
     unsigned long long in_order, out_of_order, skipped, probes, soft_failures,
         decryptions_saved;
@@ -948,6 +953,7 @@ static int parse_sample(const char *line, struct sample *s)
            && field(line, "segments", "%zu", &s->segments)
            && field(line, "retransmissions", "%zu", &s->retransmissions)
            && field(line, "max_hole", "%zu", &s->max_hole)
+           && field(line, "past_hole", "%zu", &s->past_hole)
            && field(line, "delivered_ooo", "%zu", &s->delivered_ooo)
            && field(line, "in_order", "%llu", &s->in_order)
            && field(line, "out_of_order", "%llu", &s->out_of_order)
@@ -1139,6 +1145,16 @@ static double min_of(const struct sample *s, size_t n)
     return m;
 }
 
+static double max_of(const struct sample *s, size_t n)
+{
+    double m = n ? s[0].cpu_s : 0;
+
+    for (size_t i = 1; i < n; i++) {
+        m = s[i].cpu_s > m ? s[i].cpu_s : m;
+    }
+    return m;
+}
+
 static double ratio(double a, double b)
 {
     return b > 0 ? a / b : 0;
@@ -1198,10 +1214,12 @@ static int write_json(const char *path, const struct results *r, const struct dr
             "    \"retransmissions_lost_with_same_rate\": true,\n"
             "    \"retransmissions_before_new_data\": true,\n    \"seed\": %llu,\n"
             "    \"segments\": %zu,\n    \"retransmissions\": {\"loss0\": %zu, \"loss2\": %zu},\n"
-            "    \"max_hole_segments\": {\"loss0\": %zu, \"loss2\": %zu}\n  },\n",
+            "    \"max_hole_segments\": {\"loss0\": %zu, \"loss2\": %zu},\n"
+            "    \"segments_past_a_hole\": {\"loss0\": %zu, \"loss2\": %zu}\n  },\n",
             MSS, LOSS_RATE, RTX_DELAY, (unsigned long long)d->seed, head->segments,
             r->runs[VARIANT_FORK_ON][0][0].retransmissions, head->retransmissions,
-            r->runs[VARIANT_FORK_ON][0][0].max_hole, head->max_hole);
+            r->runs[VARIANT_FORK_ON][0][0].max_hole, head->max_hole,
+            r->runs[VARIANT_FORK_ON][0][0].past_hole, head->past_hole);
     fprintf(f,
             "  \"timing\": {\n    \"clock\": \"CLOCK_PROCESS_CPUTIME_ID (user+sys), receiver "
             "loop only\",\n    \"repetitions\": %zu,\n    \"order\": \"interleaved per "
@@ -1215,8 +1233,11 @@ static int write_json(const char *path, const struct results *r, const struct dr
     for (int v = 0; v < NUM_VARIANTS; v++) {
         fprintf(f, "    \"%s\": {\n", variant_names[v]);
         for (int l = 0; l < NUM_LOSSES; l++) {
-            fprintf(f, "      \"%s\": {\"median_s\": %.6f, \"min_s\": %.6f, \"samples\": [",
-                    loss_keys[l], r->median[v][l], min_of(r->runs[v][l], r->reps));
+            fprintf(f,
+                    "      \"%s\": {\"median_s\": %.6f, \"min_s\": %.6f, \"max_s\": %.6f, "
+                    "\"samples\": [",
+                    loss_keys[l], r->median[v][l], min_of(r->runs[v][l], r->reps),
+                    max_of(r->runs[v][l], r->reps));
             for (size_t i = 0; i < r->reps; i++) {
                 fprintf(f, "%s%.6f", i ? ", " : "", r->runs[v][l][i].cpu_s);
             }

@@ -11,7 +11,7 @@ set(paths "transfer_bytes" "record_wire_bytes" "inorder_ratio" "offmode_ratio" "
 foreach(variant stock fork_off fork_on)
     foreach(loss loss0 loss2)
         list(APPEND paths "runs/${variant}/${loss}/median_s" "runs/${variant}/${loss}/min_s"
-             "runs/${variant}/${loss}/samples/0")
+             "runs/${variant}/${loss}/max_s" "runs/${variant}/${loss}/samples/0")
     endforeach()
 endforeach()
 foreach(cipher tls13_aes128gcm tls13_aes256gcm tls13_chacha20poly1305 tls13_aes128ccm
@@ -40,5 +40,13 @@ endif()
 string(JSON loss_model TYPE "${json}" loss_model)
 if(NOT loss_model STREQUAL "OBJECT")
     message(FATAL_ERROR "cpu.json: loss_model is not an object")
+endif()
+# Not a speed target but what the loss2 numbers mean: with one record per
+# segment, every segment that arrives past a hole carries a record the fork
+# must deliver out of order (a fork that dropped them would look cheap).
+string(JSON past GET "${json}" loss_model segments_past_a_hole loss2)
+string(JSON ooo GET "${json}" fork_on_stats loss2 records_out_of_order)
+if(past EQUAL 0 OR NOT ooo EQUAL past)
+    message(FATAL_ERROR "cpu.json: ${ooo} records out of order, ${past} arrived past a hole")
 endif()
 message(STATUS "cpu.json well-formed: ${OUT}")

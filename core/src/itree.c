@@ -19,6 +19,8 @@ void utls_itree_init(utls_itree *t, uint64_t seed)
     t->root = NULL;
     t->num_nodes = 0;
     t->rng = seed != 0 ? seed : 0x9E3779B97F4A7C15ULL;
+    t->spare = NULL;
+    t->spare_cap = 0;
 }
 
 utls_itree_node *utls_itree_node_new(utls_itree *t)
@@ -60,6 +62,54 @@ void utls_itree_clear(utls_itree *t)
     utls_itree_free_subtree(t->root);
     t->root = NULL;
     t->num_nodes = 0;
+    free(t->spare);
+    t->spare = NULL;
+    t->spare_cap = 0;
+}
+
+uint8_t *utls_itree_take_spare(utls_itree *t, size_t need, size_t *out_cap)
+{
+    uint8_t *buf = t->spare;
+
+    if (buf == NULL || t->spare_cap < need) {
+        return NULL;
+    }
+    *out_cap = t->spare_cap;
+    t->spare = NULL;
+    t->spare_cap = 0;
+    return buf;
+}
+
+void utls_itree_offer_spare(utls_itree *t, uint8_t *buf, size_t cap)
+{
+    if (buf == NULL) {
+        return;
+    }
+    if (cap > UTLS_ITREE_SPARE_MAX || cap <= t->spare_cap) {
+        free(buf);
+        return;
+    }
+    free(t->spare);
+    t->spare = buf;
+    t->spare_cap = cap;
+}
+
+/* itree_free_subtree_keep frees the subtree |n| like utls_itree_free_subtree,
+ * offering each node's buffer to |t| as the spare. */
+static size_t itree_free_subtree_keep(utls_itree *t, utls_itree_node *n)
+{
+    size_t count = 0;
+
+    while (n != NULL) {
+        utls_itree_node *right = n->right;
+        count += itree_free_subtree_keep(t, n->left);
+        utls_itree_offer_spare(t, n->buf, n->cap);
+        n->buf = NULL;
+        utls_itree_node_free(n);
+        count++;
+        n = right;
+    }
+    return count;
 }
 
 void utls_itree_split(utls_itree_node *root, utls_itree_node **out_left,
@@ -273,7 +323,7 @@ uint64_t utls_itree_trim_below(utls_itree *t, size_t *out_freed, uint64_t offset
     }
     /* Sum and free what is entirely below. */
     dropped += itree_span_sum(a);
-    size_t freed = utls_itree_free_subtree(a);
+    size_t freed = itree_free_subtree_keep(t, a);
     t->num_nodes -= freed;
     if (out_freed != NULL) {
         *out_freed += freed;

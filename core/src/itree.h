@@ -23,10 +23,20 @@ typedef struct utls_itree_node {
     size_t cap;
 } utls_itree_node;
 
+/* The largest node buffer utls_itree_trim_below keeps for reuse: bounds
+ * the memory a tree holds while empty. */
+#define UTLS_ITREE_SPARE_MAX ((size_t)256 << 10)
+
 typedef struct {
     utls_itree_node *root;
     size_t num_nodes;
     uint64_t rng; /* xorshift state for priorities */
+    /* reasm only: the buffer of a node trim_below freed (|spare_cap| bytes,
+     * owned, or NULL), for the next run, so that a hole's run does not
+     * cost a fresh allocation (and page faults once glibc has trimmed the
+     * heap) every time. */
+    uint8_t *spare;
+    size_t spare_cap;
 } utls_itree;
 
 /* utls_itree_init makes |t| an empty tree. */
@@ -80,6 +90,15 @@ size_t utls_itree_free_subtree(utls_itree_node *n);
  * non-adjacent. Nodes must have no buffers. Returns 1, or 0 on allocation
  * failure (tree unchanged). */
 int utls_itree_add_range(utls_itree *t, uint64_t start, uint64_t end);
+
+/* utls_itree_take_spare returns the spare buffer if it holds at least |need|
+ * bytes (the caller owns it; its size in |*out_cap|), else NULL. */
+uint8_t *utls_itree_take_spare(utls_itree *t, size_t need, size_t *out_cap);
+
+/* utls_itree_offer_spare takes ownership of |buf| (|cap| bytes) as the spare
+ * if it is larger than the current one and at most UTLS_ITREE_SPARE_MAX,
+ * and frees whichever buffer it does not keep. */
+void utls_itree_offer_spare(utls_itree *t, uint8_t *buf, size_t cap);
 
 /* utls_itree_trim_below drops everything below |offset|, cutting a node that
  * straddles it (its buffer head moves forward, nothing is copied). Returns

@@ -219,6 +219,33 @@ static void scan_emit(utls_scan *s, utls_scan_hit *hit, uint64_t pos, const uint
     s->stats.hits_chained += chained != 0;
 }
 
+/* scan_chained_body looks at the chained hits |hits[0..n)|: if |pos| lies in
+ * the body of one (after its first byte, before its record's end), sets
+ * |*out_skip_end| to that end; returns the lowest body start above |pos|
+ * (UINT64_MAX if none). */
+static uint64_t scan_chained_body(const utls_scan_hit *hits, size_t n, uint64_t pos,
+                                  uint64_t *out_skip_end)
+{
+    uint64_t lowest = UINT64_MAX;
+
+    for (size_t i = 0; i < n; i++) {
+        uint64_t body = hits[i].offset + 1;
+        uint64_t end = hits[i].offset + UTLS_SCAN_HEADER_LEN + hits[i].len;
+
+        if (!hits[i].chained || end < body) {
+            continue;
+        }
+        if (pos >= body && pos < end) {
+            *out_skip_end = end;
+            return UINT64_MAX;
+        }
+        if (body > pos && body < lowest) {
+            lowest = body;
+        }
+    }
+    return lowest;
+}
+
 utls_scan_result utls_scan_feed(utls_scan *s, utls_scan_hit *out_hits, size_t max_hits,
                                 size_t *out_num_hits, uint64_t offset, const uint8_t *data,
                                 size_t len)
@@ -276,7 +303,15 @@ utls_scan_result utls_scan_feed(utls_scan *s, utls_scan_hit *out_hits, size_t ma
         utls_itree_node_free(utls_itree_remove(&s->pending, p->start));
     }
 
-    /* Unchecked positions: those with a whole header inside the run. */
+    /* Unchecked positions: those with a whole header inside the run. The
+     * bodies of the chained hits just reported are left out: a chained
+     * header is a true record boundary, so nothing inside its record is a
+     * header, and scanning ~all the bytes past a hole again would cost more
+     * than everything else the scanner does. They stay unchecked: if the
+     * record then fails to verify (bytes forged at the boundary), a later
+     * feed of this run scans them; if it verifies, utls_scan_confirm marks
+     * them checked. */
+    size_t num_chained = num;
     if (run_end - run_start < UTLS_SCAN_HEADER_LEN) {
         *out_num_hits = num;
         return UTLS_SCAN_DONE;
@@ -289,8 +324,17 @@ utls_scan_result utls_scan_feed(utls_scan *s, utls_scan_hit *out_hits, size_t ma
             pos = c->end;
             continue;
         }
+        uint64_t skip_end = 0;
+        uint64_t body_start = scan_chained_body(out_hits, num_chained, pos, &skip_end);
+        if (skip_end != 0) {
+            pos = skip_end;
+            continue;
+        }
         utls_itree_node *next = utls_itree_find_ge(&s->checked, pos);
         uint64_t gap_end = (next != NULL && next->start < scan_end) ? next->start : scan_end;
+        if (body_start < gap_end) {
+            gap_end = body_start;
+        }
         uint64_t gap_start = pos;
         while (pos < gap_end) {
             uint16_t rec_len = 0;

@@ -440,6 +440,14 @@ size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
         return num;
     }
 
+    /* One feasible number (typically: the record starts where a verified one
+     * ends): nothing to rank. */
+    if (lo == hi) {
+        num = seqpred_emit(out_seqs, num, cap, lo);
+        sp->stats.candidates += num;
+        return num;
+    }
+
     /* Size statistics: fall back to the anchors' sizes, then to the bounds. */
     double mu = sp->num_observed > 0 ? sp->mean : (double)(minw + maxw) / 2.0;
     double var = sp->num_observed > 0 ? sp->var : mu * mu;

@@ -157,12 +157,20 @@ static void utls_ready_clear(utls_conn *c)
 {
     size_t i;
 
-    for (i = 0; i < c->num_ready; i++)
-        OPENSSL_clear_free(c->ready[i].data, c->ready[i].len); /* rare: always wipe */
+    /* Rare: always wipe. */
+    for (i = 0; i < c->num_ready; i++) {
+        OPENSSL_cleanse(c->ready[i].data, c->ready[i].len);
+        OPENSSL_free(c->ready[i].buf);
+    }
     c->num_ready = 0;
-    if (c->partial_active)
-        OPENSSL_clear_free(c->partial.data, c->partial.len);
+    if (c->partial_active) {
+        OPENSSL_cleanse(c->partial.data, c->partial.len);
+        OPENSSL_free(c->partial.buf);
+    }
     c->partial_active = 0;
+    for (i = 0; i < c->num_spare; i++)
+        OPENSSL_clear_free(c->spare[i], UTLS_SCRATCH_LEN);
+    c->num_spare = 0;
 }
 
 /*

@@ -112,6 +112,10 @@ int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
 /* Records delivered out of order and not yet passed in order. Bounds the
  * duplicate-suppression set; past it no more records are delivered early. */
 #define UTLS_MAX_DELIVERED_AHEAD 1024
+/* Spare probe buffers (UTLS_SCRATCH_LEN bytes each) kept for reuse: bounds
+ * the memory an idle connection keeps after a burst of out-of-order
+ * records. */
+#define UTLS_MAX_SPARE_BUFS 4
 /* Scanner hits handled per feed call. */
 #define UTLS_SCAN_BATCH 64
 /* Plausible headers whose candidates all failed, kept to be tried again when
@@ -156,7 +160,10 @@ typedef struct {
     size_t wire_len;
     uint64_t arrival_ns;
     size_t len;
-    unsigned char *data; /* plaintext, owned */
+    unsigned char *data; /* plaintext, inside |buf| */
+    unsigned char *buf;  /* the allocation |data| points into, owned */
+    int buf_is_scratch;  /* |buf| is a UTLS_SCRATCH_LEN buffer (a former
+                          * probe buffer), reusable as one */
 } utls_ready_record;
 
 struct utls_conn_st {
@@ -207,9 +214,9 @@ struct utls_conn_st {
     double probe_budget;
 
     utls_seqset ahead; /* seqs of gen delivered out of order */
-    /* While nothing is held past a hole, in-order records are only noted
-     * here (the last two: two confirm TLS 1.2's nonce delta) and the stores
-     * are brought up to date when a fragment arrives (utls_ooo_sync). */
+    /* In-order records are only noted here (the last two: two confirm TLS
+     * 1.2's nonce delta) and the stores are brought up to date when the
+     * out-of-order side next works (utls_ooo_sync). */
     utls_seqpred_record idle_anchor[2];
     int num_idle_anchors;
     int stores_stale;
@@ -238,6 +245,10 @@ struct utls_conn_st {
     size_t partial_pos;
 
     unsigned char *scratch; /* one record: header + max ciphertext */
+    /* Probe buffers given back by delivered records, for the next hand-over
+     * (see ready_add): no allocation per out-of-order record. */
+    unsigned char *spare[UTLS_MAX_SPARE_BUFS];
+    size_t num_spare;
     int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */
 
     /* Explicit record numbers: the negotiation and both directions. */

@@ -21,14 +21,13 @@
 
 #include "utls_local.h"
 
+/* Written out, not as a loop: compilers turn this into one byte-swapping
+ * load (the loop stayed a loop, ~100 instructions per in-order record). */
 static uint64_t be64(const unsigned char *p)
 {
-    uint64_t v = 0;
-    int i;
-
-    for (i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
+    return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40)
+        | ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16)
+        | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
 }
 
 /* An SSLv2-compatible ClientHello's header (ssl3_record.c keeps it private). */
@@ -119,15 +118,18 @@ static int ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
     return -1;
 }
 
-static void ready_free_data(const utls_conn *c, utls_ready_record *r)
+static void ready_free_data(utls_conn *c, utls_ready_record *r)
 {
     /* Plaintext is wiped as stock OpenSSL wipes its own: only with
      * SSL_OP_CLEANSE_PLAINTEXT. */
-    if (c->cleanse_plaintext)
-        OPENSSL_clear_free(r->data, r->len);
+    if (c->cleanse_plaintext && r->data != NULL)
+        OPENSSL_cleanse(r->data, r->len);
+    if (r->buf != NULL && r->buf_is_scratch && c->num_spare < UTLS_MAX_SPARE_BUFS)
+        c->spare[c->num_spare++] = r->buf;
     else
-        OPENSSL_free(r->data);
+        OPENSSL_free(r->buf);
     r->data = NULL;
+    r->buf = NULL;
 }
 
 static void ready_remove(utls_conn *c, size_t i)
@@ -137,8 +139,11 @@ static void ready_remove(utls_conn *c, size_t i)
     c->num_ready--;
 }
 
+/* ready_add queues the verified record |r| whose plaintext |pt| (r->len
+ * bytes) usually lies in c->scratch. Returns 1, or 0 if it cannot be kept. */
 static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned char *pt)
 {
+    unsigned char *fresh;
     size_t i;
 
     if (c->ready == NULL) {
@@ -158,7 +163,19 @@ static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned ch
     }
     memmove(&c->ready[i + 1], &c->ready[i], (c->num_ready - i) * sizeof(*c->ready));
     c->ready[i] = *r;
-    if ((c->ready[i].data = OPENSSL_memdup(pt, r->len)) == NULL) {
+    if (pt >= c->scratch && pt + r->len <= c->scratch + UTLS_SCRATCH_LEN
+        && (fresh = c->num_spare > 0 ? c->spare[--c->num_spare]
+                                     : OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL) {
+        /* The plaintext stays where the probe decrypted it: the record takes
+         * the probe buffer, and the next probe gets a spare one. */
+        c->ready[i].buf = c->scratch;
+        c->ready[i].buf_is_scratch = 1;
+        c->ready[i].data = (unsigned char *)pt;
+        c->scratch = fresh;
+    } else if ((c->ready[i].buf = OPENSSL_memdup(pt, r->len)) != NULL) {
+        c->ready[i].buf_is_scratch = 0;
+        c->ready[i].data = c->ready[i].buf;
+    } else {
         memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i) * sizeof(*c->ready));
         return 0;
     }
@@ -380,15 +397,9 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
 
 /* --- Past a hole: scan, predict, probe ----------------------------------- */
 
-/* utls_ooo_idle: nothing is held or pending past a hole. */
-static int utls_ooo_idle(const utls_conn *c)
-{
-    return utls_reasm_num_fragments(c->reasm) == 0 && c->num_failed == 0
-        && utls_scan_num_pending(c->scan) == 0;
-}
-
 /* utls_ooo_sync brings the stores up to the in-order point and adds the
- * in-order records noted while idle as anchors. */
+ * last in-order records noted since the previous sync as anchors. Everything
+ * that reads the stores or the predictor runs after it. */
 static void utls_ooo_sync(utls_conn *c)
 {
     int i;
@@ -500,6 +511,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
             rr.arrival_ns = arrival_ns;
             rr.len = pt_len;
             rr.data = NULL;
+            rr.buf = NULL;
+            rr.buf_is_scratch = 0;
             if (!ready_add(c, &rr, pt))
                 c->stats.bytes_dropped += q->wire_len;
         }
@@ -796,6 +809,7 @@ static void utls_pump(SSL *s, utls_conn *c)
      * it has grown back (it grows with the bytes that keep arriving). */
     if (ok && c->budget_starved && c->num_failed > 0 && c->probe_budget >= 1) {
         c->budget_starved = 0;
+        utls_ooo_sync(c);
         while (failed_retry(s, c, 0))
             continue;
     }
@@ -859,18 +873,18 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
             a.wire_len = c->cur_wire_len;
             a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
             a.explicit_nonce = c->cur_nonce;
-            if (utls_ooo_idle(c)) {
-                /* The hot path: no hole, nothing to update but a note. */
-                c->idle_anchor[0] = c->idle_anchor[1];
-                c->idle_anchor[1] = a;
-                if (c->num_idle_anchors < 2)
-                    c->num_idle_anchors++;
-                c->stores_stale = 1;
-                utls_seqpred_observe(c->pred, a.wire_len);
-            } else {
-                utls_ooo_sync(c);
-                utls_seqpred_add_anchor(c->pred, &a);
-            }
+            /* The hot path, with or without a hole: only a note. The stores
+             * are brought up to date when the out-of-order side next works
+             * (utls_ooo_sync). Adding every in-order record as an anchor
+             * while bytes are held past a hole shifted the whole anchor
+             * table once per record, and advance() drops all but the last
+             * in-order anchor anyway. */
+            c->idle_anchor[0] = c->idle_anchor[1];
+            c->idle_anchor[1] = a;
+            if (c->num_idle_anchors < 2)
+                c->num_idle_anchors++;
+            c->stores_stale = 1;
+            utls_seqpred_observe(c->pred, a.wire_len);
         }
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
             && seqset_take(&c->ahead, seq)) {
@@ -1042,6 +1056,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
             c->partial_pos = n;
             c->partial_active = 1;
             r->data = NULL; /* now owned by c->partial */
+            r->buf = NULL;
             r->len = 0;
         }
         ready_remove(c, 0);

@@ -4,7 +4,7 @@
 // self-delimiting messages from stdin ("uTLS" | index u32 | length u32 | ...)
 // and writes each one with a single conn.Write, so that record boundaries are
 // Go's own choice (dynamic record sizing may split a message). At end of
-// input it sends close_notify and exits. It prints the negotiated version and
+// input it sends close_notify, reads until the receiver closes, and exits. It prints the negotiated version and
 // suite on stderr.
 package main
 
@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 func main() {
@@ -72,6 +73,11 @@ func main() {
 	if err := conn.CloseWrite(); err != nil {
 		fail("close_notify: %v", err)
 	}
+	// Read what the receiver sent (session tickets) until it closes: a
+	// socket closed with unread data sends a RST, and the RST makes the
+	// receiver's kernel discard the records still queued for it.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	io.Copy(io.Discard, conn)
 	conn.Close()
 }
 
