@@ -1,6 +1,7 @@
 /*
  * Explicit record numbers, negotiated under encryption (uTLS ERN v1).
- * The protocol is docs/ern.md; this file is its implementation for TLS 1.3.
+ * The protocol is docs/ern.md; this file is its implementation for TLS 1.3
+ * and for TLS 1.2 with AES-GCM.
  *
  * This code handles secrets: the exporter value and tokens derived from it,
  * and raw traffic keys for the one-block candidate test. All are wiped when
@@ -18,6 +19,10 @@
 #define UTLS_ERN_EXT_TYPE 0xFF75
 #define UTLS_ERN_LABEL "EXPORTER-uTLS-ERN-v1"
 #define UTLS_ERN_LEN 8
+/* RFC 5288 3: a TLS 1.2 AES-GCM record is explicit nonce (8) || ciphertext
+ * || tag; the nonce is salt (4, from the key block) || explicit nonce. */
+#define UTLS_GCM12_EXPLICIT_LEN 8
+#define UTLS_GCM12_SALT_LEN 4
 
 static void put_be64(unsigned char *p, uint64_t v)
 {
@@ -44,25 +49,30 @@ static uint64_t get_be64(const unsigned char *p)
 /* ern_tokens computes offer/accept/switch once the handshake is complete. */
 static int ern_tokens(SSL *s, utls_conn *c)
 {
-    static const char *const names[3] = {"uTLS ERN v1 offer", "uTLS ERN v1 accept",
-                                         "uTLS ERN v1 switch"};
+    static const char *const names[4] = {"uTLS ERN v1 offer", "uTLS ERN v1 accept",
+                                         "uTLS ERN v1 switch", "uTLS ERN v1 tls12 offer"};
     unsigned char t[32], mac[EVP_MAX_MD_SIZE];
     size_t maclen, i;
     int ok = 0;
 
     if (c->ern_tokens_ready)
         return 1;
-    if (!SSL_IS_TLS13(s) || SSL_IS_DTLS(s)
+    /* TLS 1.2: RFC 5705, from the master secret, which both sides hold
+     * before the first record under the new keys (docs/ern.md). */
+    if (SSL_IS_DTLS(s) || (!SSL_IS_TLS13(s) && s->version != TLS1_2_VERSION)
         || SSL_export_keying_material(s, t, sizeof(t), UTLS_ERN_LABEL,
                                       sizeof(UTLS_ERN_LABEL) - 1, NULL, 0, 0) != 1)
         goto end;
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         if (EVP_Q_mac(s->ctx->libctx, "HMAC", s->ctx->propq, "SHA256", NULL, t, sizeof(t),
                       (const unsigned char *)names[i], strlen(names[i]), mac, sizeof(mac),
                       &maclen) == NULL
             || maclen < UTLS_ERN_TOKEN_LEN)
             goto end;
-        memcpy(c->ern_token[i], mac, UTLS_ERN_TOKEN_LEN);
+        if (i < 3)
+            memcpy(c->ern_token[i], mac, UTLS_ERN_TOKEN_LEN);
+        else
+            memcpy(c->ern_offer12, mac, UTLS_ERN_OFFER12_LEN);
     }
     c->ern_tokens_ready = 1;
     ok = 1;
@@ -118,6 +128,82 @@ void utls_ern_register(SSL_CTX *ctx)
     (void)SSL_CTX_add_custom_ext(ctx, UTLS_ERN_EXT_TYPE, SSL_EXT_TLS1_3_NEW_SESSION_TICKET,
                                  ern_ext_add, NULL, NULL, ern_ext_parse, NULL);
     ERR_pop_to_mark();
+}
+
+/* --- The TLS 1.2 offer: the explicit nonce of the server's Finished -------- */
+
+/* tls12_gcm: ERN for TLS 1.2 runs with AES-GCM only (docs/ern.md: CCM's
+ * nonce is the sequence number, ChaCha20-Poly1305 and CBC stay legacy). */
+static int tls12_gcm(const SSL *s, const EVP_CIPHER_CTX *ctx)
+{
+    return !SSL_IS_DTLS(s) && s->version == TLS1_2_VERSION && ctx != NULL
+           && EVP_CIPHER_CTX_get_mode(ctx) == EVP_CIPH_GCM_MODE;
+}
+
+int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsigned char *key,
+                            size_t key_len, const unsigned char *iv, size_t iv_len)
+{
+    utls_conn *c;
+    unsigned char nonce[UTLS_GCM12_SALT_LEN + UTLS_GCM12_EXPLICIT_LEN];
+    int ok = 0;
+
+    if (!tls12_gcm(s, ctx) || iv_len != UTLS_GCM12_SALT_LEN || (c = utls_conn_get(s)) == NULL)
+        return 1;
+    if ((which & SSL3_CC_READ) != 0) {
+        /* The one-block test needs the raw key after the key block is gone. */
+        if (key_len > sizeof(c->ern12_rx_key))
+            return 1;
+        memcpy(c->ern12_rx_key, key, key_len);
+        c->ern12_rx_key_len = key_len;
+        memcpy(c->ern12_rx_salt, iv, UTLS_GCM12_SALT_LEN);
+        c->ern12_rx_valid = 1;
+        utls_ern_keys_clear(&c->ern_cur); /* rebuilt from this key when needed */
+        return 1;
+    }
+    /*
+     * The server's offer, once per connection: the first record under its
+     * new write key (its Finished) carries the explicit nonce offer12, and
+     * the provider adds 1 per record from there, exactly as it does from the
+     * random start it would otherwise pick. Nonce uniqueness under this key
+     * is therefore the provider's own (docs/ern.md, "Nonce uniqueness").
+     */
+    if (!s->server || c->ern_offered || !ern_tokens(s, c))
+        return 1;
+    memcpy(nonce, iv, UTLS_GCM12_SALT_LEN);
+    memcpy(nonce + UTLS_GCM12_SALT_LEN, c->ern_offer12, UTLS_GCM12_EXPLICIT_LEN);
+    /* -1: the whole IV (salt || explicit start), as the provider documents
+     * for EVP_CTRL_AEAD_SET_IV_FIXED. */
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, nonce) <= 0)
+        goto end;
+    c->ern_offered = 1;
+    ok = 1;
+end:
+    OPENSSL_cleanse(nonce, sizeof(nonce));
+    return ok;
+}
+
+void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
+{
+    utls_conn *c;
+    const unsigned char *explicit_nonce;
+
+    if (s->server || rr->type != SSL3_RT_HANDSHAKE || !tls12_gcm(s, s->enc_read_ctx)
+        || (c = utls_conn_get(s)) == NULL || c->ern12_checked)
+        return;
+    /* Only the first record under the read key (sequence number 0, counted
+     * by decryption already): the server's Finished. */
+    if (get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
+        return;
+    c->ern12_checked = 1;
+    /* The provider decrypted in place after the explicit nonce, which it
+     * leaves where it was: just before the plaintext. */
+    explicit_nonce = rr->data - UTLS_GCM12_EXPLICIT_LEN;
+    if (!ern_tokens(s, c)
+        || CRYPTO_memcmp(explicit_nonce, c->ern_offer12, UTLS_GCM12_EXPLICIT_LEN) != 0)
+        return; /* a legacy server: its nonce start was random */
+    c->ern_offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
+    if (!c->ern_accepted && c->ern_token_due == 0)
+        c->ern_token_due = UTLS_ERN_ACCEPT;
 }
 
 /* --- Sending ----------------------------------------------------------------- */
@@ -310,10 +396,24 @@ end:
     return ok;
 }
 
+/* tls13_kind: the one-block test for a TLS 1.3 AEAD, or 0 for none. */
+static int tls13_kind(const EVP_CIPHER *ciph)
+{
+    switch (EVP_CIPHER_get_mode(ciph)) {
+    case EVP_CIPH_GCM_MODE:
+        return UTLS_ERN_KIND_GCM;
+    case EVP_CIPH_CCM_MODE:
+        return UTLS_ERN_KIND_CCM;
+    default:
+        return EVP_CIPHER_get_nid(ciph) == NID_chacha20_poly1305 ? UTLS_ERN_KIND_CHACHA : 0;
+    }
+}
+
 /*
  * utls_ern_keys_setup derives the raw key and IV of the current read key (or,
- * with |next|, the one a KeyUpdate would install) into |k|, for the one-block
- * test. Returns 1 on success.
+ * with |next|, the one a TLS 1.3 KeyUpdate would install) into |k|, for the
+ * one-block test; for TLS 1.2 AES-GCM it uses the key kept at the key change
+ * (utls_hook_tls12_key_set). Returns 1 on success.
  */
 int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
 {
@@ -326,21 +426,22 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
     k->valid = 0;
     if (ciph == NULL)
         return 0;
-    switch (EVP_CIPHER_get_mode(ciph)) {
-    case EVP_CIPH_GCM_MODE:
-        k->kind = UTLS_ERN_KIND_GCM;
-        break;
-    case EVP_CIPH_CCM_MODE:
-        k->kind = UTLS_ERN_KIND_CCM;
-        break;
-    default:
-        if (EVP_CIPHER_get_nid(ciph) != NID_chacha20_poly1305)
+    if (!SSL_IS_TLS13(s)) {
+        /* TLS 1.2 AES-GCM: the key kept at the key change. No KeyUpdate in
+         * TLS 1.2, so no next key. */
+        utls_conn *c = s->utls;
+
+        if (next || c == NULL || !c->ern12_rx_valid || !tls12_gcm(s, s->enc_read_ctx))
             return 0;
-        k->kind = UTLS_ERN_KIND_CHACHA;
-        break;
-    }
-    if (!utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key))
+        k->kind = UTLS_ERN_KIND_GCM12;
+        memcpy(k->iv, c->ern12_rx_salt, UTLS_GCM12_SALT_LEN);
+        memset(k->iv + UTLS_GCM12_SALT_LEN, 0, sizeof(k->iv) - UTLS_GCM12_SALT_LEN);
+        memcpy(key, c->ern12_rx_key, c->ern12_rx_key_len);
+        keylen = c->ern12_rx_key_len;
+    } else if ((k->kind = tls13_kind(ciph)) == 0
+               || !utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key)) {
         goto end;
+    }
     if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
         goto end;
     if (k->kind == UTLS_ERN_KIND_CHACHA) {
@@ -377,6 +478,7 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
                            uint64_t seq)
 {
     unsigned char nonce[12], blk[16], ks[64], want[UTLS_ERN_LEN];
+    size_t pt_off = SSL3_RT_HEADER_LENGTH; /* where the plaintext starts */
     int outl, i;
 
     if (!k->valid || wire_len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_LEN)
@@ -386,6 +488,19 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
     for (i = 0; i < 8; i++)
         nonce[4 + i] ^= (unsigned char)(seq >> (56 - 8 * i));
     switch (k->kind) {
+    case UTLS_ERN_KIND_GCM12:
+        /* RFC 5288 3: nonce = salt || the record's explicit nonce, whatever
+         * |seq| is; only the comparison depends on the candidate. */
+        if (wire_len < SSL3_RT_HEADER_LENGTH + UTLS_GCM12_EXPLICIT_LEN + UTLS_ERN_LEN)
+            return 0;
+        memcpy(blk, k->iv, UTLS_GCM12_SALT_LEN);
+        memcpy(blk + UTLS_GCM12_SALT_LEN, wire + SSL3_RT_HEADER_LENGTH, UTLS_GCM12_EXPLICIT_LEN);
+        blk[12] = blk[13] = blk[14] = 0;
+        blk[15] = 2;
+        if (EVP_EncryptUpdate(k->ctx, ks, &outl, blk, 16) <= 0)
+            return 0;
+        pt_off += UTLS_GCM12_EXPLICIT_LEN;
+        break;
     case UTLS_ERN_KIND_GCM:
         /* NIST SP 800-38D: J0 = nonce || 1; the first plaintext block uses 2. */
         memcpy(blk, nonce, 12);
@@ -419,6 +534,6 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
     }
     put_be64(want, seq);
     for (i = 0; i < UTLS_ERN_LEN; i++)
-        ks[i] ^= wire[SSL3_RT_HEADER_LENGTH + i];
+        ks[i] ^= wire[pt_off + i];
     return CRYPTO_memcmp(ks, want, UTLS_ERN_LEN) == 0;
 }

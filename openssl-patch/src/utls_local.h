@@ -135,6 +135,9 @@ typedef struct {
 #define UTLS_ERN_KIND_GCM 1
 #define UTLS_ERN_KIND_CCM 2
 #define UTLS_ERN_KIND_CHACHA 3
+#define UTLS_ERN_KIND_GCM12 4 /* TLS 1.2 AES-GCM: salt || explicit nonce */
+/* TLS 1.2: the offer is an 8-byte explicit nonce (RFC 5288 3). */
+#define UTLS_ERN_OFFER12_LEN 8
 
 /* Raw key material of one read key, for the one-block candidate test. */
 typedef struct {
@@ -247,6 +250,15 @@ struct utls_conn_st {
     int ern_tx;              /* our application records carry numbers */
     int ern_rx;              /* the peer's do (in order, from here on) */
     utls_ern_keys ern_cur, ern_next;
+    /* TLS 1.2 (docs/ern.md): the offer nonce, whether the client looked for
+     * it, and the raw AES-GCM read key (secret; the key block it comes from
+     * is freed at the end of the handshake) for the one-block test. */
+    unsigned char ern_offer12[UTLS_ERN_OFFER12_LEN];
+    int ern12_checked;
+    int ern12_rx_valid;
+    size_t ern12_rx_key_len;
+    unsigned char ern12_rx_key[32];
+    unsigned char ern12_rx_salt[4];
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
@@ -299,5 +311,9 @@ int utls_tls13_read_key(SSL *s, int next, unsigned char *key, size_t *keylen,
 void utls_ern_keys_clear(utls_ern_keys *k);
 int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
                            uint64_t seq);
+/* utls_ern_tls12_record_done: a TLS 1.2 client looks for the server's
+ * offer in the explicit nonce of the first record under the new read key
+ * (the server's Finished), once per connection. */
+void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr);
 
 #endif
