@@ -81,7 +81,7 @@ static void report(SSL *s, const char *role)
 
 int main(int argc, char **argv)
 {
-    const char *tls = "1.3", *cert = NULL, *key = NULL, *ca = NULL, *msgs = NULL;
+    const char *tls = "1.3", *cert = NULL, *key = NULL, *ca = NULL, *msgs = NULL, *ciphers = NULL;
     int port = 0, server;
     static char line[65536], pend[65536];
     size_t npend = 0;
@@ -96,12 +96,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ca")) ca = argv[i + 1];
         else if (!strcmp(argv[i], "--port")) port = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--msgs")) msgs = argv[i + 1];
+        else if (!strcmp(argv[i], "--cipher")) ciphers = argv[i + 1]; /* TLS 1.2 list */
         else die("unknown option");
     }
     int v = strcmp(tls, "1.2") == 0 ? TLS1_2_VERSION : TLS1_3_VERSION;
     SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
     if (ctx == NULL || !SSL_CTX_set_min_proto_version(ctx, v) || !SSL_CTX_set_max_proto_version(ctx, v))
         die("SSL_CTX_new");
+    if (ciphers != NULL && SSL_CTX_set_cipher_list(ctx, ciphers) != 1)
+        die("SSL_CTX_set_cipher_list");
 
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));
