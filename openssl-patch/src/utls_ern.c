@@ -1,7 +1,7 @@
 /*
  * Explicit record numbers, negotiated under encryption (uTLS ERN v1).
  * The protocol is docs/ern.md; this file is its implementation for TLS 1.3
- * and for TLS 1.2 with AES-GCM.
+ * and for TLS 1.2 with AES-GCM and AES-CBC.
  *
  * This code handles secrets: the exporter value and tokens derived from it,
  * and raw traffic keys for the one-block candidate test. All are wiped when
@@ -72,7 +72,7 @@ static int ern_tokens(SSL *s, utls_conn *c)
         if (i < 3)
             memcpy(c->ern_token[i], mac, UTLS_ERN_TOKEN_LEN);
         else
-            memcpy(c->ern_offer12, mac, UTLS_ERN_OFFER12_LEN);
+            memcpy(c->ern_offer12, mac, UTLS_ERN_OFFER12_LEN); /* GCM: first 8 */
     }
     c->ern_tokens_ready = 1;
     ok = 1;
@@ -130,14 +130,36 @@ void utls_ern_register(SSL_CTX *ctx)
     ERR_pop_to_mark();
 }
 
-/* --- The TLS 1.2 offer: the explicit nonce of the server's Finished -------- */
+/* --- The TLS 1.2 offer: a sender-chosen field of the server's Finished ------ */
 
-/* tls12_gcm: ERN for TLS 1.2 runs with AES-GCM only (docs/ern.md: CCM's
- * nonce is the sequence number, ChaCha20-Poly1305 and CBC stay legacy). */
-static int tls12_gcm(const SSL *s, const EVP_CIPHER_CTX *ctx)
+/*
+ * tls12_kind: how ERN runs on the TLS 1.2 cipher of |ctx|: AES-GCM (the
+ * offer is the explicit nonce) or AES-CBC (the offer is the explicit IV), or
+ * 0: legacy (docs/ern.md "TLS 1.2": CCM's explicit nonce is the sequence
+ * number, ChaCha20-Poly1305 has none, other block ciphers are not AES).
+ */
+static int tls12_kind(const SSL *s, const EVP_CIPHER_CTX *ctx)
 {
-    return !SSL_IS_DTLS(s) && s->version == TLS1_2_VERSION && ctx != NULL
-           && EVP_CIPHER_CTX_get_mode(ctx) == EVP_CIPH_GCM_MODE;
+    const EVP_CIPHER *ciph;
+    const char *name;
+
+    if (SSL_IS_DTLS(s) || s->version != TLS1_2_VERSION || ctx == NULL
+        || (ciph = EVP_CIPHER_CTX_get0_cipher(ctx)) == NULL)
+        return 0;
+    switch (EVP_CIPHER_get_mode(ciph)) {
+    case EVP_CIPH_GCM_MODE:
+        return UTLS_ERN_KIND_GCM12;
+    case EVP_CIPH_CBC_MODE:
+        /* AES-128/256-CBC, also the stitched AES-CBC-HMAC-SHA1/256 ciphers
+         * OpenSSL picks for MAC-then-encrypt: the one-block test is AES. */
+        name = EVP_CIPHER_get0_name(ciph);
+        return name != NULL && OPENSSL_strncasecmp(name, "AES-", 4) == 0
+                       && EVP_CIPHER_get_block_size(ciph) == 16
+                   ? UTLS_ERN_KIND_CBC12
+                   : 0;
+    default:
+        return 0;
+    }
 }
 
 int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsigned char *key,
@@ -145,30 +167,39 @@ int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsign
 {
     utls_conn *c;
     unsigned char nonce[UTLS_GCM12_SALT_LEN + UTLS_GCM12_EXPLICIT_LEN];
-    int ok = 0;
+    int kind = tls12_kind(s, ctx), ok = 0;
 
-    if (!tls12_gcm(s, ctx) || iv_len != UTLS_GCM12_SALT_LEN || (c = utls_conn_get(s)) == NULL)
+    if (kind == 0 || (c = utls_conn_get(s)) == NULL)
+        return 1;
+    if (iv_len != (kind == UTLS_ERN_KIND_GCM12 ? UTLS_GCM12_SALT_LEN : 16))
         return 1;
     if ((which & SSL3_CC_READ) != 0) {
         /* The one-block test needs the raw key after the key block is gone. */
-        if (key_len > sizeof(c->ern12_rx_key))
+        if (key_len != 16 && key_len != 32)
             return 1;
         memcpy(c->ern12_rx_key, key, key_len);
         c->ern12_rx_key_len = key_len;
-        memcpy(c->ern12_rx_salt, iv, UTLS_GCM12_SALT_LEN);
+        memcpy(c->ern12_rx_iv, iv, iv_len);
         c->ern12_rx_valid = 1;
         utls_ern_keys_clear(&c->ern_cur); /* rebuilt from this key when needed */
         return 1;
     }
-    /*
-     * The server's offer, once per connection: the first record under its
-     * new write key (its Finished) carries the explicit nonce offer12, and
-     * the provider adds 1 per record from there, exactly as it does from the
-     * random start it would otherwise pick. Nonce uniqueness under this key
-     * is therefore the provider's own (docs/ern.md, "Nonce uniqueness").
-     */
+    /* The server's offer, once per connection, in its first record under
+     * the new write key: its Finished. */
     if (!s->server || c->ern_offered || !ern_tokens(s, c))
         return 1;
+    if (kind == UTLS_ERN_KIND_CBC12) {
+        /* Put in place of the random explicit IV by utls_hook_tls12_cbc_iv. */
+        c->ern12_cbc_offer_due = 1;
+        c->ern_offered = 1;
+        return 1;
+    }
+    /*
+     * AES-GCM: the provider adds 1 per record from the explicit nonce it is
+     * given, exactly as it does from the random start it would otherwise
+     * pick. Nonce uniqueness under this key is therefore the provider's own
+     * (docs/ern.md, "Nonce uniqueness").
+     */
     memcpy(nonce, iv, UTLS_GCM12_SALT_LEN);
     memcpy(nonce + UTLS_GCM12_SALT_LEN, c->ern_offer12, UTLS_GCM12_EXPLICIT_LEN);
     /* -1: the whole IV (salt || explicit start), as the provider documents
@@ -182,25 +213,83 @@ end:
     return ok;
 }
 
+void utls_hook_tls12_cbc_iv(SSL *s, unsigned char *iv, size_t iv_len)
+{
+    utls_conn *c = s->utls;
+
+    if (c == NULL || !c->ern12_cbc_offer_due || iv_len != UTLS_ERN_OFFER12_LEN)
+        return;
+    /* The IV block is encrypted under the chaining IV like all the others,
+     * so the wire shows E(offer XOR chaining IV): as random as before. */
+    memcpy(iv, c->ern_offer12, UTLS_ERN_OFFER12_LEN);
+    c->ern12_cbc_offer_due = 0;
+}
+
+/*
+ * cbc_first_iv_block: the plaintext of the explicit IV block |c0| of the
+ * first CBC record under the read key: D(c0) XOR the key block's IV, the
+ * chaining IV of that record for sender and receiver alike. Secret.
+ */
+static int cbc_first_iv_block(SSL *s, const utls_conn *c, const unsigned char *c0,
+                              unsigned char out[16])
+{
+    EVP_CIPHER *blk = EVP_CIPHER_fetch(s->ctx->libctx,
+                                       c->ern12_rx_key_len == 32 ? "AES-256-ECB" : "AES-128-ECB",
+                                       s->ctx->propq);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int outl, i, ok = 0;
+
+    if (blk == NULL || ctx == NULL || !c->ern12_rx_valid
+        || EVP_DecryptInit_ex(ctx, blk, NULL, c->ern12_rx_key, NULL) <= 0
+        || EVP_CIPHER_CTX_set_padding(ctx, 0) <= 0
+        || EVP_DecryptUpdate(ctx, out, &outl, c0, 16) <= 0 || outl != 16)
+        goto end;
+    for (i = 0; i < 16; i++)
+        out[i] ^= c->ern12_rx_iv[i];
+    ok = 1;
+end:
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(blk);
+    return ok;
+}
+
 void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
 {
     utls_conn *c;
-    const unsigned char *explicit_nonce;
+    unsigned char iv_pt[16];
+    int kind, seen;
 
-    if (s->server || rr->type != SSL3_RT_HANDSHAKE || !tls12_gcm(s, s->enc_read_ctx)
-        || (c = utls_conn_get(s)) == NULL || c->ern12_checked)
+    if (s->server || rr->type != SSL3_RT_HANDSHAKE
+        || (kind = tls12_kind(s, s->enc_read_ctx)) == 0 || (c = utls_conn_get(s)) == NULL
+        || c->ern12_checked)
         return;
     /* Only the first record under the read key (sequence number 0, counted
      * by decryption already): the server's Finished. */
     if (get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
         return;
     c->ern12_checked = 1;
-    /* The provider decrypted in place after the explicit nonce, which it
-     * leaves where it was: just before the plaintext. */
-    explicit_nonce = rr->data - UTLS_GCM12_EXPLICIT_LEN;
-    if (!ern_tokens(s, c)
-        || CRYPTO_memcmp(explicit_nonce, c->ern_offer12, UTLS_GCM12_EXPLICIT_LEN) != 0)
-        return; /* a legacy server: its nonce start was random */
+    if (!ern_tokens(s, c))
+        return;
+    if (kind == UTLS_ERN_KIND_GCM12) {
+        /* The provider decrypted in place after the explicit nonce, which
+         * it leaves as received, just before the plaintext. */
+        seen = CRYPTO_memcmp(rr->data - UTLS_GCM12_EXPLICIT_LEN, c->ern_offer12,
+                             UTLS_GCM12_EXPLICIT_LEN) == 0;
+    } else {
+        /*
+         * CBC: the block just before the plaintext is the explicit IV block,
+         * decrypted in place by the generic provider (the value the sender
+         * chose), or left as ciphertext by the stitched AES-CBC-HMAC ones
+         * (decrypted here). Either form matching is the offer; a random IV
+         * matches one of them with probability 2^-127.
+         */
+        seen = CRYPTO_memcmp(rr->data - 16, c->ern_offer12, 16) == 0
+               || (cbc_first_iv_block(s, c, rr->data - 16, iv_pt)
+                   && CRYPTO_memcmp(iv_pt, c->ern_offer12, 16) == 0);
+        OPENSSL_cleanse(iv_pt, sizeof(iv_pt));
+    }
+    if (!seen)
+        return; /* a legacy server: its nonce or IV was random */
     c->ern_offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
     if (!c->ern_accepted && c->ern_token_due == 0)
         c->ern_token_due = UTLS_ERN_ACCEPT;
@@ -427,14 +516,14 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
     if (ciph == NULL)
         return 0;
     if (!SSL_IS_TLS13(s)) {
-        /* TLS 1.2 AES-GCM: the key kept at the key change. No KeyUpdate in
-         * TLS 1.2, so no next key. */
+        /* TLS 1.2: the key kept at the key change. No KeyUpdate in TLS 1.2,
+         * so no next key. */
         utls_conn *c = s->utls;
 
-        if (next || c == NULL || !c->ern12_rx_valid || !tls12_gcm(s, s->enc_read_ctx))
+        if (next || c == NULL || !c->ern12_rx_valid
+            || (k->kind = tls12_kind(s, s->enc_read_ctx)) == 0)
             return 0;
-        k->kind = UTLS_ERN_KIND_GCM12;
-        memcpy(k->iv, c->ern12_rx_salt, UTLS_GCM12_SALT_LEN);
+        memcpy(k->iv, c->ern12_rx_iv, UTLS_GCM12_SALT_LEN);
         memset(k->iv + UTLS_GCM12_SALT_LEN, 0, sizeof(k->iv) - UTLS_GCM12_SALT_LEN);
         memcpy(key, c->ern12_rx_key, c->ern12_rx_key_len);
         keylen = c->ern12_rx_key_len;
@@ -451,8 +540,10 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
         blk = EVP_CIPHER_fetch(s->ctx->libctx, keylen == 32 ? "AES-256-ECB" : "AES-128-ECB",
                                s->ctx->propq);
     }
-    if (blk == NULL || EVP_EncryptInit_ex(k->ctx, blk, NULL,
-                                          k->kind == UTLS_ERN_KIND_CHACHA ? NULL : key, NULL) <= 0)
+    /* CBC: the test decrypts one block; every other kind makes keystream. */
+    if (blk == NULL
+        || EVP_CipherInit_ex(k->ctx, blk, NULL, k->kind == UTLS_ERN_KIND_CHACHA ? NULL : key, NULL,
+                             k->kind == UTLS_ERN_KIND_CBC12 ? 0 : 1) <= 0)
         goto end;
     EVP_CIPHER_CTX_set_padding(k->ctx, 0);
     k->valid = 1;
@@ -478,7 +569,8 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
                            uint64_t seq)
 {
     unsigned char nonce[12], blk[16], ks[64], want[UTLS_ERN_LEN];
-    size_t pt_off = SSL3_RT_HEADER_LENGTH; /* where the plaintext starts */
+    /* where the plaintext starts, for keystream; 0 when |ks| is plaintext */
+    size_t pt_off = SSL3_RT_HEADER_LENGTH;
     int outl, i;
 
     if (!k->valid || wire_len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_LEN)
@@ -500,6 +592,19 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
         if (EVP_EncryptUpdate(k->ctx, ks, &outl, blk, 16) <= 0)
             return 0;
         pt_off += UTLS_GCM12_EXPLICIT_LEN;
+        break;
+    case UTLS_ERN_KIND_CBC12:
+        /* RFC 5246 6.2.3.2: IV || blocks; P1 = D(C1) XOR IV, whatever |seq|
+         * is; the IV is the wire's first block. The MAC check follows. */
+        if (wire_len < SSL3_RT_HEADER_LENGTH + 2 * 16)
+            return 0;
+        if (EVP_CipherUpdate(k->ctx, ks, &outl, wire + SSL3_RT_HEADER_LENGTH + 16, 16) <= 0
+            || outl != 16)
+            return 0;
+        /* The plaintext itself, not keystream: XOR the IV in, no ciphertext. */
+        for (i = 0; i < UTLS_ERN_LEN; i++)
+            ks[i] ^= wire[SSL3_RT_HEADER_LENGTH + i];
+        pt_off = 0;
         break;
     case UTLS_ERN_KIND_GCM:
         /* NIST SP 800-38D: J0 = nonce || 1; the first plaintext block uses 2. */
@@ -533,7 +638,8 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
         return 0;
     }
     put_be64(want, seq);
-    for (i = 0; i < UTLS_ERN_LEN; i++)
-        ks[i] ^= wire[pt_off + i];
+    if (pt_off != 0) /* keystream: the plaintext is it XOR the ciphertext */
+        for (i = 0; i < UTLS_ERN_LEN; i++)
+            ks[i] ^= wire[pt_off + i];
     return CRYPTO_memcmp(ks, want, UTLS_ERN_LEN) == 0;
 }

@@ -101,6 +101,14 @@ int utls_hook_tls12_key_set(struct ssl_st *s, int which, struct evp_cipher_ctx_s
                             const unsigned char *key, size_t key_len, const unsigned char *iv,
                             size_t iv_len);
 
+/*
+ * utls_hook_tls12_cbc_iv: tls1_enc() drew the random explicit IV block |iv|
+ * (|iv_len| bytes) of a TLS 1.1+ CBC record about to be encrypted. A TLS 1.2
+ * server owing its ERN offer replaces it, in its first record under the new
+ * write key only (docs/ern.md). Nothing is owned.
+ */
+void utls_hook_tls12_cbc_iv(struct ssl_st *s, unsigned char *iv, size_t iv_len);
+
 /* The read key changed (handshake, KeyUpdate, renegotiation). */
 void utls_hook_read_key_changed(struct ssl_st *s);
 

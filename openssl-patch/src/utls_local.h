@@ -136,8 +136,11 @@ typedef struct {
 #define UTLS_ERN_KIND_CCM 2
 #define UTLS_ERN_KIND_CHACHA 3
 #define UTLS_ERN_KIND_GCM12 4 /* TLS 1.2 AES-GCM: salt || explicit nonce */
-/* TLS 1.2: the offer is an 8-byte explicit nonce (RFC 5288 3). */
-#define UTLS_ERN_OFFER12_LEN 8
+#define UTLS_ERN_KIND_CBC12 5 /* TLS 1.2 AES-CBC: explicit IV, then blocks */
+/* TLS 1.2: the offer, the whole 16-byte explicit IV of an AES-CBC record
+ * (RFC 5246 6.2.3.2), or its first 8 bytes as an AES-GCM explicit nonce
+ * (RFC 5288 3). */
+#define UTLS_ERN_OFFER12_LEN 16
 
 /* Raw key material of one read key, for the one-block candidate test. */
 typedef struct {
@@ -255,10 +258,11 @@ struct utls_conn_st {
      * is freed at the end of the handshake) for the one-block test. */
     unsigned char ern_offer12[UTLS_ERN_OFFER12_LEN];
     int ern12_checked;
+    int ern12_cbc_offer_due; /* server: the next CBC explicit IV is the offer */
     int ern12_rx_valid;
     size_t ern12_rx_key_len;
     unsigned char ern12_rx_key[32];
-    unsigned char ern12_rx_salt[4];
+    unsigned char ern12_rx_iv[16]; /* GCM: the 4-byte salt; CBC: the first chaining IV */
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)

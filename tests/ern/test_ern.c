@@ -10,6 +10,7 @@
  * and the suite in g_tls12 (the offer is the explicit nonce of the server's
  * Finished, docs/ern.md "TLS 1.2").
  */
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +39,11 @@ static const char *g_tls12;
 #define CHACHA12 "ECDHE-ECDSA-CHACHA20-POLY1305"
 #define CCM12 "ECDHE-ECDSA-AES128-CCM"
 #define CBC12 "ECDHE-ECDSA-AES128-SHA256"
+#define CBC12_SHA1 "ECDHE-ECDSA-AES256-SHA"
+#define CAMELLIA12 "ECDHE-ECDSA-CAMELLIA128-SHA256"
+/* TLS 1.2 CBC: 1 turns encrypt-then-MAC (RFC 7366, on by default) off, so
+ * that MAC-then-encrypt runs. Set at the start of every test. */
+static int g_mte;
 
 typedef struct {
     SSL *c, *s;
@@ -68,6 +74,8 @@ static void make_pair(pair *p, int client_negotiates, int server_negotiates, int
         SSL_CTX_set_max_proto_version(cctx, TLS1_2_VERSION);
         assert_int_equal(SSL_CTX_set_cipher_list(cctx, g_tls12), 1);
         assert_int_equal(SSL_CTX_set_cipher_list(sctx, g_tls12), 1);
+        if (g_mte)
+            SSL_CTX_set_options(cctx, SSL_OP_NO_ENCRYPT_THEN_MAC);
     }
     SSL_CTX_set_num_tickets(sctx, (size_t)tickets);
     p->c = SSL_new(cctx);
@@ -216,8 +224,8 @@ static UTLS_STATS stream(pair *p, size_t num, enum sizes kind, double loss, uint
     return st;
 }
 
-/* [0]: TLS 1.3, [1]: TLS 1.2 AES-GCM; by record sizes */
-static double g_ppr[2][3];
+/* [0]: TLS 1.3, [1]: TLS 1.2 AES-GCM, [2]: TLS 1.2 AES-CBC; by record sizes */
+static double g_ppr[3][3];
 
 static void run_probes_case(enum sizes kind, size_t num)
 {
@@ -235,9 +243,10 @@ static void run_probes_case(enum sizes kind, size_t num)
     /* The one-block test picks the right candidate: one full check per
      * record delivered out of order, whatever the sizes. */
     assert_int_equal(st.probes, st.records_out_of_order);
-    g_ppr[g_tls12 != NULL][kind] = (double)st.probes / (double)st.records_out_of_order;
-    printf("[ern] %s %s: %llu records out of order, %llu probes, %llu block tests\n",
-           g_tls12 != NULL ? g_tls12 : "TLS 1.3",
+    g_ppr[g_tls12 == NULL ? 0 : strstr(g_tls12, "GCM") != NULL ? 1 : 2][kind] =
+        (double)st.probes / (double)st.records_out_of_order;
+    printf("[ern] %s%s %s: %llu records out of order, %llu probes, %llu block tests\n",
+           g_tls12 != NULL ? g_tls12 : "TLS 1.3", g_mte ? " (MtE)" : "",
            kind == SIZES_CBR ? "cbr" : kind == SIZES_VBR ? "vbr" : "mixed",
            (unsigned long long)st.records_out_of_order, (unsigned long long)st.probes,
            (unsigned long long)st.ern_block_checks);
@@ -284,6 +293,31 @@ static void test_ern12_probes_mixed(void **state)
     (void)state;
     g_tls12 = GCM128;
     run_probes_case(SIZES_MIXED, 400);
+}
+
+static void test_ern12_cbc_probes_cbr(void **state)
+{
+    (void)state;
+    g_tls12 = CBC12; /* encrypt-then-MAC */
+    run_probes_case(SIZES_CBR, 2000);
+}
+
+static void test_ern12_cbc_probes_vbr(void **state)
+{
+    (void)state;
+    g_tls12 = CBC12_SHA1;
+    g_mte = 1; /* MAC-then-encrypt (OpenSSL's stitched AES-CBC-HMAC-SHA1) */
+    run_probes_case(SIZES_VBR, 2000);
+    g_mte = 0;
+}
+
+static void test_ern12_cbc_probes_mixed(void **state)
+{
+    (void)state;
+    g_tls12 = CBC12;
+    g_mte = 1;
+    run_probes_case(SIZES_MIXED, 400);
+    g_mte = 0;
 }
 
 /* No ticket, no offer: nothing is numbered and everything works. */
@@ -490,7 +524,7 @@ static void exchange(pair *p, int n)
 
 /* expected_offer12 computes the TLS 1.2 offer independently of the fork's
  * code, from the exporter (docs/ern.md "Keys"). */
-static void expected_offer12(SSL *s, unsigned char out[8])
+static void expected_offer12(SSL *s, unsigned char out[16])
 {
     static const char label[] = "EXPORTER-uTLS-ERN-v1", info[] = "uTLS ERN v1 tls12 offer";
     unsigned char t[32], mac[32];
@@ -501,7 +535,7 @@ static void expected_offer12(SSL *s, unsigned char out[8])
     assert_non_null(EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, t, sizeof(t),
                               (const unsigned char *)info, sizeof(info) - 1, mac, sizeof(mac),
                               &maclen));
-    memcpy(out, mac, 8);
+    memcpy(out, mac, 16); /* CBC: all 16; GCM: the first 8 */
 }
 
 /* server_nonces parses the server's records after its ChangeCipherSpec and
@@ -547,16 +581,24 @@ static void negotiates(const char *cipher)
     pair p;
     UTLS_STATS sc, ss;
     uint64_t nonces[64];
-    unsigned char offer[8];
+    unsigned char offer[16];
 
     g_tls12 = cipher;
     make_pair(&p, 1, 1, 2);
     handshake(&p);
+    assert_int_equal(strcmp(SSL_get_cipher_name(p.c), cipher), 0);
+    assert_int_equal(SSL_get_options(p.c) & SSL_OP_NO_ENCRYPT_THEN_MAC ? 1 : 0, g_mte);
     assert_true(UTLS_ern_status(p.s) & UTLS_ERN_OFFERED);
     assert_true(UTLS_ern_status(p.c) & UTLS_ERN_OFFERED);
     assert_int_equal(server_nonces(&p, nonces, 64), 1); /* the Finished */
     expected_offer12(p.c, offer);
-    assert_true(nonces[0] == be64(offer));
+    if (strstr(cipher, "GCM") != NULL) {
+        assert_true(nonces[0] == be64(offer)); /* the explicit nonce, as sent */
+    } else {
+        /* CBC: the IV block is encrypted like the others; the offer itself
+         * never appears on the wire. */
+        assert_true(memmem(p.s2c, p.s2c_len, offer, 16) == NULL);
+    }
     exchange(&p, 5);
     assert_int_equal(UTLS_ern_status(p.c), 0xF);
     assert_int_equal(UTLS_ern_status(p.s), 0xF);
@@ -581,9 +623,26 @@ static void test_ern12_negotiates_aes256gcm(void **state)
     negotiates(GCM256);
 }
 
+static void test_ern12_negotiates_cbc_etm(void **state)
+{
+    (void)state;
+    g_mte = 0;
+    negotiates(CBC12);
+    negotiates(CBC12_SHA1);
+}
+
+static void test_ern12_negotiates_cbc_mte(void **state)
+{
+    (void)state;
+    g_mte = 1;
+    negotiates(CBC12);
+    negotiates(CBC12_SHA1);
+    g_mte = 0;
+}
+
 /* Suites that cannot carry the offer stay legacy and work, both ends
  * negotiating: ChaCha20-Poly1305 (no explicit nonce), CCM (its explicit
- * nonce is the sequence number), CBC (not implemented). */
+ * nonce is the sequence number), CBC with a block cipher other than AES. */
 static void stays_legacy(const char *cipher)
 {
     pair p;
@@ -619,10 +678,10 @@ static void test_ern12_ccm_stays_legacy(void **state)
     stays_legacy(CCM12);
 }
 
-static void test_ern12_cbc_stays_legacy(void **state)
+static void test_ern12_camellia_cbc_stays_legacy(void **state)
 {
     (void)state;
-    stays_legacy(CBC12);
+    stays_legacy(CAMELLIA12);
 }
 
 /* A legacy peer on either side: nothing numbered, everything delivered, in
@@ -633,7 +692,7 @@ static void test_ern12_legacy_peers(void **state)
     pair p;
     UTLS_STATS st;
     uint64_t nonces[64];
-    unsigned char offer[8];
+    unsigned char offer[16];
 
     (void)state;
     g_tls12 = GCM128;
@@ -720,7 +779,7 @@ static void test_ern12_nonces_unique(void **state)
 {
     pair p;
     uint64_t nonces[512];
-    unsigned char offer[8], *big;
+    unsigned char offer[16], *big;
     size_t n, got, bigsz = 3 * 16384 + 100;
 
     (void)state;
@@ -752,6 +811,15 @@ static void test_ern12_nonces_unique(void **state)
     free_pair(&p);
 }
 
+/* reset_globals: every test starts with TLS 1.3 and encrypt-then-MAC. */
+static int reset_globals(void **state)
+{
+    (void)state;
+    g_tls12 = NULL;
+    g_mte = 0;
+    return 0;
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -769,28 +837,33 @@ static int teardown(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ern_probes_cbr),
-        cmocka_unit_test(test_ern_probes_vbr),
-        cmocka_unit_test(test_ern_probes_mixed),
-        cmocka_unit_test(test_ern_lost_offer),
-        cmocka_unit_test(test_ern_lost_accept_then_flush),
-        cmocka_unit_test(test_ern_switch_record_lost),
-        cmocka_unit_test(test_ern_legacy_random_padding),
-        cmocka_unit_test(test_ern_wrong_number_is_fatal),
-        cmocka_unit_test(test_ern12_probes_cbr),
-        cmocka_unit_test(test_ern12_probes_vbr),
-        cmocka_unit_test(test_ern12_probes_mixed),
-        cmocka_unit_test(test_ern12_negotiates_aes128gcm),
-        cmocka_unit_test(test_ern12_negotiates_aes256gcm),
-        cmocka_unit_test(test_ern12_lost_accept_then_flush),
-        cmocka_unit_test(test_ern12_switch_record_lost),
-        cmocka_unit_test(test_ern12_wrong_number_is_fatal),
-        cmocka_unit_test(test_ern12_chacha20_stays_legacy),
-        cmocka_unit_test(test_ern12_ccm_stays_legacy),
-        cmocka_unit_test(test_ern12_cbc_stays_legacy),
-        cmocka_unit_test(test_ern12_legacy_peers),
-        cmocka_unit_test(test_ern12_altered_offer_fails_handshake),
-        cmocka_unit_test(test_ern12_nonces_unique),
+        cmocka_unit_test_setup(test_ern_probes_cbr, reset_globals),
+        cmocka_unit_test_setup(test_ern_probes_vbr, reset_globals),
+        cmocka_unit_test_setup(test_ern_probes_mixed, reset_globals),
+        cmocka_unit_test_setup(test_ern_lost_offer, reset_globals),
+        cmocka_unit_test_setup(test_ern_lost_accept_then_flush, reset_globals),
+        cmocka_unit_test_setup(test_ern_switch_record_lost, reset_globals),
+        cmocka_unit_test_setup(test_ern_legacy_random_padding, reset_globals),
+        cmocka_unit_test_setup(test_ern_wrong_number_is_fatal, reset_globals),
+        cmocka_unit_test_setup(test_ern12_probes_cbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_probes_vbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_probes_mixed, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_aes128gcm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_aes256gcm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_cbc_etm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_cbc_mte, reset_globals),
+        cmocka_unit_test_setup(test_ern12_cbc_probes_cbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_cbc_probes_vbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_cbc_probes_mixed, reset_globals),
+        cmocka_unit_test_setup(test_ern12_lost_accept_then_flush, reset_globals),
+        cmocka_unit_test_setup(test_ern12_switch_record_lost, reset_globals),
+        cmocka_unit_test_setup(test_ern12_wrong_number_is_fatal, reset_globals),
+        cmocka_unit_test_setup(test_ern12_chacha20_stays_legacy, reset_globals),
+        cmocka_unit_test_setup(test_ern12_ccm_stays_legacy, reset_globals),
+        cmocka_unit_test_setup(test_ern12_camellia_cbc_stays_legacy, reset_globals),
+        cmocka_unit_test_setup(test_ern12_legacy_peers, reset_globals),
+        cmocka_unit_test_setup(test_ern12_altered_offer_fails_handshake, reset_globals),
+        cmocka_unit_test_setup(test_ern12_nonces_unique, reset_globals),
     };
     int r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
 
@@ -804,10 +877,12 @@ int main(int argc, char **argv)
         fprintf(f, "{\"probes_per_ooo_record\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}, "
                    "\"probes_per_ooo_record_by_version\": {"
                    "\"tls1.3\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}, "
-                   "\"tls1.2_aes_gcm\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}}, "
+                   "\"tls1.2_aes_gcm\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}, "
+                   "\"tls1.2_aes_cbc\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}}, "
                    "\"loss\": 0.02}\n", g_ppr[0][SIZES_CBR], g_ppr[0][SIZES_VBR], g_ppr[0][SIZES_MIXED],
                 g_ppr[0][SIZES_CBR], g_ppr[0][SIZES_VBR], g_ppr[0][SIZES_MIXED],
-                g_ppr[1][SIZES_CBR], g_ppr[1][SIZES_VBR], g_ppr[1][SIZES_MIXED]);
+                g_ppr[1][SIZES_CBR], g_ppr[1][SIZES_VBR], g_ppr[1][SIZES_MIXED],
+                g_ppr[2][SIZES_CBR], g_ppr[2][SIZES_VBR], g_ppr[2][SIZES_MIXED]);
         fclose(f);
     }
     return r;
