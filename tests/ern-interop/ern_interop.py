@@ -12,11 +12,11 @@ peers, and fork <-> fork. Subcommands:
            unchanged); the client's received bytes must equal the expected answers
            exactly (which proves both directions). /proc/PID/maps of every openssl
            process: the fork side maps the fork's libssl, a stock openssl the system one.
-  forkfork --tls V [--cipher LIST] [--expect-legacy]
+  forkfork --tls V [--cipher LIST] [--mte] [--expect-legacy]
            tests/ern-interop/ern_peer (linked to the fork, UTLS_MODE in the
            environment) on both ends of a loopback socket: UTLS_ern_status() and the
            ERN counters of both ends must show numbers in both directions (TLS 1.3,
-           TLS 1.2 with AES-GCM), or with --expect-legacy no negotiation at all (TLS 1.2
+           TLS 1.2 with AES-GCM or AES-CBC), or with --expect-legacy no negotiation at all (TLS 1.2
            ciphers that cannot carry the offer, docs/ern.md "TLS 1.2").
   ja3      --tls V   tcpdump captures of fork<->fork and stock<->stock openssl
            s_client/s_server with the same options: JA3 and JA3S (tshark) equal,
@@ -258,7 +258,7 @@ def start_server(cfg, kind, lib):
                 "tlslite": [cfg.tlslite_python, cfg.tlslite_peer, "server", "--tls", cfg.tls,
                             "--cert", cfg.cert, "--key", cfg.key],
                 "ern_peer": [cfg.ern_peer, "server", "--tls", cfg.tls, "--cert", cfg.cert, "--key", cfg.key]
-                + (["--cipher", cfg.cipher] if cfg.cipher else [])}[kind]
+                + (["--cipher", cfg.cipher] if cfg.cipher else []) + (["--etm", "0"] if cfg.mte else [])}[kind]
         pr = Proc(cfg, "server_" + kind, argv, env_for(cfg, lib), stdin=False)
         port = int(wait_until(lambda: grep(pr.out().decode(errors="replace"), r"^LISTENING (\d+)"), 20,
                               "%s server to listen" % kind, [pr]))
@@ -295,7 +295,7 @@ def run_client(cfg, kind, lib, port, ans_kind):
                             "--port", str(port), "--msgs", cfg.msgs_file],
                 "ern_peer": [cfg.ern_peer, "client", "--tls", cfg.tls, "--ca", cfg.cert,
                              "--port", str(port), "--msgs", cfg.msgs_file]
-                + (["--cipher", cfg.cipher] if cfg.cipher else [])}[kind]
+                + (["--cipher", cfg.cipher] if cfg.cipher else []) + (["--etm", "0"] if cfg.mte else [])}[kind]
         pr = Proc(cfg, "client_" + kind, argv, env_for(cfg, lib), stdin=False)
         rc = pr.wait(30)
         if rc != 0:
@@ -625,7 +625,9 @@ def main():
     ap.add_argument("--peer", choices=sorted(PEER_CLIENT))
     ap.add_argument("--fork-role", choices=["client", "server"])
     ap.add_argument("--fork-mode", default="unordered,negotiate")
-    ap.add_argument("--cipher", help="forkfork: TLS 1.2 cipher list of both ern_peer ends")
+    ap.add_argument("--cipher", help="TLS 1.2 cipher list: forkfork (both ern_peer ends); matrix and ja3 "
+                    "(openssl s_server/s_client only)")
+    ap.add_argument("--mte", action="store_true", help="forkfork: TLS 1.2 CBC with MAC-then-encrypt")
     ap.add_argument("--expect-legacy", action="store_true",
                     help="forkfork: the suite cannot carry the offer; neither end may negotiate")
     ap.add_argument("--openssl", default="/usr/bin/openssl")
@@ -651,6 +653,10 @@ def main():
     cfg.system = os.path.realpath(a.system) if a.system else None
     cfg.extra_client = a.client_extra.split()
     cfg.extra_server = []
+    if a.cipher and a.cmd in ("matrix", "ja3"):
+        # TLS 1.2 suite of the openssl CLI on both sides (fork and stock alike)
+        cfg.extra_client += ["-cipher", a.cipher]
+        cfg.extra_server += ["-cipher", a.cipher]
     cfg.here = os.path.dirname(os.path.abspath(__file__))
     cfg.tlslite_peer = os.path.join(cfg.here, "tlslite_peer.py")
     cfg.tlslite_python = os.path.join(a.venv, "bin", "python") if a.venv else None
