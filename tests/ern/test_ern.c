@@ -44,6 +44,9 @@ static const char *g_tls12;
 /* TLS 1.2 CBC: 1 turns encrypt-then-MAC (RFC 7366, on by default) off, so
  * that MAC-then-encrypt runs. Set at the start of every test. */
 static int g_mte;
+/* When set, make_pair uses this server context (resumption needs the same
+ * session cache); otherwise a new one. Set at the start of every test. */
+static SSL_CTX *g_sctx;
 
 typedef struct {
     SSL *c, *s;
@@ -61,7 +64,9 @@ typedef struct {
 
 static void make_pair(pair *p, int client_negotiates, int server_negotiates, int tickets)
 {
-    SSL_CTX *sctx = SSL_CTX_new(TLS_server_method()), *cctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX *sctx = g_sctx != NULL && SSL_CTX_up_ref(g_sctx) ? g_sctx
+                                                             : SSL_CTX_new(TLS_server_method());
+    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
 
     memset(p, 0, sizeof(*p));
     assert_non_null(sctx);
@@ -768,6 +773,54 @@ static void test_ern12_altered_offer_fails_handshake(void **state)
     free_pair(&p);
 }
 
+/* An abbreviated handshake (RFC 5246 7.3: the server sends its
+ * ChangeCipherSpec and Finished first): the offer is in that Finished, and
+ * the numbers start again in the resumed connection. */
+static void resumes(const char *cipher)
+{
+    pair p;
+    SSL_SESSION *sess;
+
+    g_tls12 = cipher;
+    g_sctx = SSL_CTX_new(TLS_server_method());
+    assert_non_null(g_sctx);
+    make_pair(&p, 1, 1, 2);
+    handshake(&p);
+    exchange(&p, 2);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    /* a clean close keeps the session resumable */
+    assert_true(SSL_shutdown(p.c) >= 0);
+    shuttle(&p);
+    assert_true(SSL_shutdown(p.s) >= 0);
+    sess = SSL_get1_session(p.c);
+    assert_non_null(sess);
+    free_pair(&p);
+    make_pair(&p, 1, 1, 2);
+    assert_int_equal(SSL_set_session(p.c, sess), 1);
+    SSL_SESSION_free(sess);
+    handshake(&p);
+    assert_true(SSL_session_reused(p.c));
+    assert_true(UTLS_ern_status(p.c) & UTLS_ERN_OFFERED);
+    exchange(&p, 3);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    assert_int_equal(UTLS_ern_status(p.s), 0xF);
+    free_pair(&p);
+    SSL_CTX_free(g_sctx);
+    g_sctx = NULL;
+}
+
+static void test_ern12_resumption_gcm(void **state)
+{
+    (void)state;
+    resumes(GCM128);
+}
+
+static void test_ern12_resumption_cbc(void **state)
+{
+    (void)state;
+    resumes(CBC12);
+}
+
 /*
  * GCM nonce uniqueness (docs/ern.md "Nonce uniqueness"): under the server's
  * one write key, every record of the whole connection (Finished, numbered
@@ -817,6 +870,8 @@ static int reset_globals(void **state)
     (void)state;
     g_tls12 = NULL;
     g_mte = 0;
+    SSL_CTX_free(g_sctx);
+    g_sctx = NULL;
     return 0;
 }
 
@@ -864,6 +919,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_ern12_legacy_peers, reset_globals),
         cmocka_unit_test_setup(test_ern12_altered_offer_fails_handshake, reset_globals),
         cmocka_unit_test_setup(test_ern12_nonces_unique, reset_globals),
+        cmocka_unit_test_setup(test_ern12_resumption_gcm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_resumption_cbc, reset_globals),
     };
     int r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
 
