@@ -728,18 +728,19 @@ static void test_ern12_legacy_peers(void **state)
 }
 
 /* The offer cannot be lost in TLS 1.2 (it is the Finished record, which the
- * handshake needs), and it cannot be changed: the explicit nonce is part of
- * the AEAD nonce, so a flipped bit fails the record's tag and the handshake,
- * never a silent downgrade. */
-static void test_ern12_altered_offer_fails_handshake(void **state)
+ * handshake needs), and it cannot be changed: the GCM explicit nonce is part
+ * of the AEAD nonce, the CBC IV block chains into the next block (and EtM's
+ * MAC covers it), so a flipped bit fails the record and the handshake, never
+ * a silent downgrade. */
+static void altered_offer_fails_handshake(const char *cipher, int mte)
 {
     pair p;
     unsigned char buf[16384];
     size_t k, off, fin = 0;
     int n, ccs = 0;
 
-    (void)state;
-    g_tls12 = GCM128;
+    g_tls12 = cipher;
+    g_mte = mte;
     make_pair(&p, 1, 1, 2);
     /* ClientHello, then the server's flight up to its Finished */
     for (int i = 0; i < 10 && !SSL_is_init_finished(p.s); i++) {
@@ -771,6 +772,15 @@ static void test_ern12_altered_offer_fails_handshake(void **state)
     ERR_clear_error();
     assert_int_equal(UTLS_ern_status(p.c), 0);
     free_pair(&p);
+}
+
+static void test_ern12_altered_offer_fails_handshake(void **state)
+{
+    (void)state;
+    altered_offer_fails_handshake(GCM128, 0);
+    altered_offer_fails_handshake(CBC12, 0);
+    altered_offer_fails_handshake(CBC12, 1);
+    altered_offer_fails_handshake(CBC12_SHA1, 1);
 }
 
 /* An abbreviated handshake (RFC 5246 7.3: the server sends its
