@@ -46,7 +46,9 @@ static uint64_t get_be64(const unsigned char *p)
 
 /* --- Tokens ---------------------------------------------------------------- */
 
-/* ern_tokens computes offer/accept/switch once the handshake is complete. */
+/* ern_tokens computes the tokens (offer, accept, switch, TLS 1.2 offer) once
+ * the exporter is available: after the TLS 1.3 handshake, or once the TLS 1.2
+ * master secret exists. Returns 1 when they are ready. */
 static int ern_tokens(SSL *s, utls_conn *c)
 {
     static const char *const names[4] = {"uTLS ERN v1 offer", "uTLS ERN v1 accept",
@@ -501,7 +503,7 @@ static int tls13_kind(const EVP_CIPHER *ciph)
 /*
  * utls_ern_keys_setup derives the raw key and IV of the current read key (or,
  * with |next|, the one a TLS 1.3 KeyUpdate would install) into |k|, for the
- * one-block test; for TLS 1.2 AES-GCM it uses the key kept at the key change
+ * one-block test; for TLS 1.2 AES-GCM and AES-CBC it uses the key kept at the key change
  * (utls_hook_tls12_key_set). Returns 1 on success.
  */
 int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)

@@ -253,8 +253,8 @@ struct utls_conn_st {
     int ern_tx;              /* our application records carry numbers */
     int ern_rx;              /* the peer's do (in order, from here on) */
     utls_ern_keys ern_cur, ern_next;
-    /* TLS 1.2 (docs/ern.md): the offer nonce, whether the client looked for
-     * it, and the raw AES-GCM read key (secret; the key block it comes from
+    /* TLS 1.2 (docs/ern.md): the offer, whether the client looked for it,
+     * and the raw AES read key and IV (secret; the key block they come from
      * is freed at the end of the handshake) for the one-block test. */
     unsigned char ern_offer12[UTLS_ERN_OFFER12_LEN];
     int ern12_checked;
