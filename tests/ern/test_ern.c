@@ -378,6 +378,8 @@ static void test_ern12_lost_accept_then_flush(void **state)
     (void)state;
     g_tls12 = GCM128;
     lost_accept_then_flush();
+    g_tls12 = CBC12;
+    lost_accept_then_flush();
 }
 
 /* The client's switch record (its first numbered one) is lost: the numbered
@@ -432,6 +434,10 @@ static void test_ern12_switch_record_lost(void **state)
 {
     (void)state;
     g_tls12 = GCM256;
+    switch_record_lost();
+    g_tls12 = CBC12;
+    switch_record_lost();
+    g_mte = 1;
     switch_record_lost();
 }
 
@@ -500,6 +506,10 @@ static void test_ern12_wrong_number_is_fatal(void **state)
 {
     (void)state;
     g_tls12 = GCM128;
+    wrong_number_is_fatal();
+    g_tls12 = CBC12;
+    wrong_number_is_fatal();
+    g_mte = 1;
     wrong_number_is_fatal();
 }
 
