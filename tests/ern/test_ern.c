@@ -841,6 +841,49 @@ static void test_ern12_resumption_cbc(void **state)
     resumes(CBC12);
 }
 
+/* TLS 1.2 renegotiation after the agreement: no new offer, and the numbers
+ * go on as the sequence numbers of the new keys (from 0), in order. */
+static void renegotiates(const char *cipher)
+{
+    pair p;
+    unsigned char buf[100];
+    UTLS_STATS sc, ss;
+
+    g_tls12 = cipher;
+    make_pair(&p, 1, 1, 2);
+    /* OpenSSL 3.0 refuses client-initiated renegotiation unless allowed */
+    SSL_set_options(p.s, SSL_OP_ALLOW_CLIENT_RENEGOTIATION);
+    handshake(&p);
+    exchange(&p, 2);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    assert_int_equal(SSL_renegotiate(p.c), 1);
+    for (int i = 0; i < 20 && SSL_renegotiate_pending(p.c); i++) {
+        (void)SSL_do_handshake(p.c);
+        shuttle(&p);
+        assert_int_equal(SSL_read(p.s, buf, sizeof(buf)), -1); /* handshake only */
+        assert_int_equal(SSL_get_error(p.s, -1), SSL_ERROR_WANT_READ);
+        shuttle(&p);
+    }
+    assert_false(SSL_renegotiate_pending(p.c));
+    assert_int_equal(SSL_num_renegotiations(p.c), 1);
+    exchange(&p, 3);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    assert_int_equal(UTLS_ern_status(p.s), 0xF);
+    assert_true(UTLS_get_stats(p.c, &sc) && UTLS_get_stats(p.s, &ss));
+    assert_int_equal(sc.ern_records_sent, 5);
+    assert_int_equal(ss.ern_records_received, 5);
+    assert_int_equal(ss.ern_records_sent, 5);
+    assert_int_equal(sc.ern_records_received, 5);
+    free_pair(&p);
+}
+
+static void test_ern12_renegotiation(void **state)
+{
+    (void)state;
+    renegotiates(GCM128);
+    renegotiates(CBC12);
+}
+
 /*
  * GCM nonce uniqueness (docs/ern.md "Nonce uniqueness"): under the server's
  * one write key, every record of the whole connection (Finished, numbered
@@ -941,6 +984,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_ern12_nonces_unique, reset_globals),
         cmocka_unit_test_setup(test_ern12_resumption_gcm, reset_globals),
         cmocka_unit_test_setup(test_ern12_resumption_cbc, reset_globals),
+        cmocka_unit_test_setup(test_ern12_renegotiation, reset_globals),
     };
     int r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
 
