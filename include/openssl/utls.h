@@ -94,15 +94,17 @@ unsigned long UTLS_base_version_num(void);
  * Explicit record numbers (docs/ern.md)
  * =====================================
  *
- * With SSL_MODE_UTLS_NEGOTIATE on both ends of a TLS 1.3 connection, the two
- * uTLS endpoints agree, inside encrypted messages only, that each application
- * record carries its own sequence number as the first 8 bytes of its
- * plaintext (removed before delivery). A receiver then verifies an
- * out-of-order record with one cipher block per candidate and a single AEAD
- * check. The ClientHello and ServerHello are unchanged, and a legacy peer sees
- * only valid TLS it already handles. The server offers in its
- * NewSessionTickets; the client answers on its next write (or
- * UTLS_ern_flush()); the server then switches on its next write.
+ * With SSL_MODE_UTLS_NEGOTIATE on both ends of a TLS 1.3 connection, or of a
+ * TLS 1.2 connection with an AES-GCM or AES-CBC suite, the two uTLS endpoints
+ * agree, inside encrypted records only, that each application record carries
+ * its own sequence number as the first 8 bytes of its plaintext (removed
+ * before delivery). A receiver then verifies an out-of-order record with one
+ * cipher block per candidate and a single AEAD or MAC check. The ClientHello
+ * and ServerHello are unchanged, and a legacy peer sees only valid TLS it
+ * already handles. The server offers in its NewSessionTickets (TLS 1.3) or in
+ * the explicit nonce or IV of its Finished record (TLS 1.2); the client
+ * answers on its next write (or UTLS_ern_flush()); the server then switches
+ * on its next write. Other TLS 1.2 suites stay unnumbered (docs/ern.md).
  */
 # define SSL_MODE_UTLS_NEGOTIATE 0x00000800U
 

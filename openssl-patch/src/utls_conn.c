@@ -217,6 +217,8 @@ void utls_conn_clear(utls_conn *c)
     OPENSSL_cleanse(c->next_iv, sizeof(c->next_iv));
     utls_ern_keys_clear(&c->ern_cur);
     utls_ern_keys_clear(&c->ern_next);
+    OPENSSL_cleanse(c->ern12_rx_key, sizeof(c->ern12_rx_key));
+    OPENSSL_cleanse(c->ern12_rx_iv, sizeof(c->ern12_rx_iv));
     utls_aead_search_free(c->search);
     OPENSSL_free(c->search_out);
     if (c->scratch != NULL)

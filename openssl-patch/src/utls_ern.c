@@ -1,6 +1,7 @@
 /*
  * Explicit record numbers, negotiated under encryption (uTLS ERN v1).
- * The protocol is docs/ern.md; this file is its implementation for TLS 1.3.
+ * The protocol is docs/ern.md; this file is its implementation for TLS 1.3
+ * and for TLS 1.2 with AES-GCM and AES-CBC.
  *
  * This code handles secrets: the exporter value and tokens derived from it,
  * and raw traffic keys for the one-block candidate test. All are wiped when
@@ -18,6 +19,10 @@
 #define UTLS_ERN_EXT_TYPE 0xFF75
 #define UTLS_ERN_LABEL "EXPORTER-uTLS-ERN-v1"
 #define UTLS_ERN_LEN 8
+/* RFC 5288 3: a TLS 1.2 AES-GCM record is explicit nonce (8) || ciphertext
+ * || tag; the nonce is salt (4, from the key block) || explicit nonce. */
+#define UTLS_GCM12_EXPLICIT_LEN 8
+#define UTLS_GCM12_SALT_LEN 4
 
 static void put_be64(unsigned char *p, uint64_t v)
 {
@@ -41,28 +46,35 @@ static uint64_t get_be64(const unsigned char *p)
 
 /* --- Tokens ---------------------------------------------------------------- */
 
-/* ern_tokens computes offer/accept/switch once the handshake is complete. */
+/* ern_tokens computes the tokens (offer, accept, switch, TLS 1.2 offer) once
+ * the exporter is available: after the TLS 1.3 handshake, or once the TLS 1.2
+ * master secret exists. Returns 1 when they are ready. */
 static int ern_tokens(SSL *s, utls_conn *c)
 {
-    static const char *const names[3] = {"uTLS ERN v1 offer", "uTLS ERN v1 accept",
-                                         "uTLS ERN v1 switch"};
+    static const char *const names[4] = {"uTLS ERN v1 offer", "uTLS ERN v1 accept",
+                                         "uTLS ERN v1 switch", "uTLS ERN v1 tls12 offer"};
     unsigned char t[32], mac[EVP_MAX_MD_SIZE];
     size_t maclen, i;
     int ok = 0;
 
     if (c->ern_tokens_ready)
         return 1;
-    if (!SSL_IS_TLS13(s) || SSL_IS_DTLS(s)
+    /* TLS 1.2: RFC 5705, from the master secret, which both sides hold
+     * before the first record under the new keys (docs/ern.md). */
+    if (SSL_IS_DTLS(s) || (!SSL_IS_TLS13(s) && s->version != TLS1_2_VERSION)
         || SSL_export_keying_material(s, t, sizeof(t), UTLS_ERN_LABEL,
                                       sizeof(UTLS_ERN_LABEL) - 1, NULL, 0, 0) != 1)
         goto end;
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         if (EVP_Q_mac(s->ctx->libctx, "HMAC", s->ctx->propq, "SHA256", NULL, t, sizeof(t),
                       (const unsigned char *)names[i], strlen(names[i]), mac, sizeof(mac),
                       &maclen) == NULL
             || maclen < UTLS_ERN_TOKEN_LEN)
             goto end;
-        memcpy(c->ern_token[i], mac, UTLS_ERN_TOKEN_LEN);
+        if (i < 3)
+            memcpy(c->ern_token[i], mac, UTLS_ERN_TOKEN_LEN);
+        else
+            memcpy(c->ern_offer12, mac, UTLS_ERN_OFFER12_LEN); /* GCM: first 8 */
     }
     c->ern_tokens_ready = 1;
     ok = 1;
@@ -118,6 +130,171 @@ void utls_ern_register(SSL_CTX *ctx)
     (void)SSL_CTX_add_custom_ext(ctx, UTLS_ERN_EXT_TYPE, SSL_EXT_TLS1_3_NEW_SESSION_TICKET,
                                  ern_ext_add, NULL, NULL, ern_ext_parse, NULL);
     ERR_pop_to_mark();
+}
+
+/* --- The TLS 1.2 offer: a sender-chosen field of the server's Finished ------ */
+
+/*
+ * tls12_kind: how ERN runs on the TLS 1.2 cipher of |ctx|: AES-GCM (the
+ * offer is the explicit nonce) or AES-CBC (the offer is the explicit IV), or
+ * 0: legacy (docs/ern.md "TLS 1.2": CCM's explicit nonce is the sequence
+ * number, ChaCha20-Poly1305 has none, other block ciphers are not AES).
+ */
+static int tls12_kind(const SSL *s, const EVP_CIPHER_CTX *ctx)
+{
+    const EVP_CIPHER *ciph;
+    const char *name;
+
+    if (SSL_IS_DTLS(s) || s->version != TLS1_2_VERSION || ctx == NULL
+        || (ciph = EVP_CIPHER_CTX_get0_cipher(ctx)) == NULL)
+        return 0;
+    switch (EVP_CIPHER_get_mode(ciph)) {
+    case EVP_CIPH_GCM_MODE:
+        return UTLS_ERN_KIND_GCM12;
+    case EVP_CIPH_CBC_MODE:
+        /* AES-128/256-CBC, also the stitched AES-CBC-HMAC-SHA1/256 ciphers
+         * OpenSSL picks for MAC-then-encrypt: the one-block test is AES. */
+        name = EVP_CIPHER_get0_name(ciph);
+        return name != NULL && OPENSSL_strncasecmp(name, "AES-", 4) == 0
+                       && EVP_CIPHER_get_block_size(ciph) == 16
+                   ? UTLS_ERN_KIND_CBC12
+                   : 0;
+    default:
+        return 0;
+    }
+}
+
+int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsigned char *key,
+                            size_t key_len, const unsigned char *iv, size_t iv_len)
+{
+    utls_conn *c;
+    unsigned char nonce[UTLS_GCM12_SALT_LEN + UTLS_GCM12_EXPLICIT_LEN];
+    int kind = tls12_kind(s, ctx), ok = 0;
+
+    if (kind == 0 || (c = utls_conn_get(s)) == NULL)
+        return 1;
+    if (iv_len != (kind == UTLS_ERN_KIND_GCM12 ? UTLS_GCM12_SALT_LEN : 16))
+        return 1;
+    if ((which & SSL3_CC_READ) != 0) {
+        /* The one-block test needs the raw key after the key block is gone. */
+        if (key_len != 16 && key_len != 32)
+            return 1;
+        memcpy(c->ern12_rx_key, key, key_len);
+        c->ern12_rx_key_len = key_len;
+        memcpy(c->ern12_rx_iv, iv, iv_len);
+        c->ern12_rx_valid = 1;
+        utls_ern_keys_clear(&c->ern_cur); /* rebuilt from this key when needed */
+        return 1;
+    }
+    /* The server's offer, once per connection, in its first record under
+     * the new write key: its Finished. */
+    if (!s->server || c->ern_offered || !ern_tokens(s, c))
+        return 1;
+    if (kind == UTLS_ERN_KIND_CBC12) {
+        /* Put in place of the random explicit IV by utls_hook_tls12_cbc_iv. */
+        c->ern12_cbc_offer_due = 1;
+        c->ern_offered = 1;
+        return 1;
+    }
+    /*
+     * AES-GCM: the provider adds 1 per record from the explicit nonce it is
+     * given, exactly as it does from the random start it would otherwise
+     * pick. Nonce uniqueness under this key is therefore the provider's own
+     * (docs/ern.md, "Nonce uniqueness").
+     */
+    memcpy(nonce, iv, UTLS_GCM12_SALT_LEN);
+    memcpy(nonce + UTLS_GCM12_SALT_LEN, c->ern_offer12, UTLS_GCM12_EXPLICIT_LEN);
+    /* -1: the whole IV (salt || explicit start), as the provider documents
+     * for EVP_CTRL_AEAD_SET_IV_FIXED. */
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, nonce) <= 0)
+        goto end;
+    c->ern_offered = 1;
+    ok = 1;
+end:
+    OPENSSL_cleanse(nonce, sizeof(nonce));
+    return ok;
+}
+
+void utls_hook_tls12_cbc_iv(SSL *s, unsigned char *iv, size_t iv_len)
+{
+    utls_conn *c = s->utls;
+
+    if (c == NULL || !c->ern12_cbc_offer_due || iv_len != UTLS_ERN_OFFER12_LEN)
+        return;
+    /* The IV block is encrypted under the chaining IV like all the others,
+     * so the wire shows E(offer XOR chaining IV): as random as before. */
+    memcpy(iv, c->ern_offer12, UTLS_ERN_OFFER12_LEN);
+    c->ern12_cbc_offer_due = 0;
+}
+
+/*
+ * cbc_first_iv_block: the plaintext of the explicit IV block |c0| of the
+ * first CBC record under the read key: D(c0) XOR the key block's IV, the
+ * chaining IV of that record for sender and receiver alike. Secret.
+ */
+static int cbc_first_iv_block(SSL *s, const utls_conn *c, const unsigned char *c0,
+                              unsigned char out[16])
+{
+    EVP_CIPHER *blk = EVP_CIPHER_fetch(s->ctx->libctx,
+                                       c->ern12_rx_key_len == 32 ? "AES-256-ECB" : "AES-128-ECB",
+                                       s->ctx->propq);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int outl, i, ok = 0;
+
+    if (blk == NULL || ctx == NULL || !c->ern12_rx_valid
+        || EVP_DecryptInit_ex(ctx, blk, NULL, c->ern12_rx_key, NULL) <= 0
+        || EVP_CIPHER_CTX_set_padding(ctx, 0) <= 0
+        || EVP_DecryptUpdate(ctx, out, &outl, c0, 16) <= 0 || outl != 16)
+        goto end;
+    for (i = 0; i < 16; i++)
+        out[i] ^= c->ern12_rx_iv[i];
+    ok = 1;
+end:
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(blk);
+    return ok;
+}
+
+void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
+{
+    utls_conn *c;
+    unsigned char iv_pt[16];
+    int kind, seen;
+
+    if (s->server || rr->type != SSL3_RT_HANDSHAKE
+        || (kind = tls12_kind(s, s->enc_read_ctx)) == 0 || (c = utls_conn_get(s)) == NULL
+        || c->ern12_checked)
+        return;
+    /* Only the first record under the read key (sequence number 0, counted
+     * by decryption already): the server's Finished. */
+    if (get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
+        return;
+    c->ern12_checked = 1;
+    if (!ern_tokens(s, c))
+        return;
+    if (kind == UTLS_ERN_KIND_GCM12) {
+        /* The provider decrypted in place after the explicit nonce, which
+         * it leaves as received, just before the plaintext. */
+        seen = CRYPTO_memcmp(rr->data - UTLS_GCM12_EXPLICIT_LEN, c->ern_offer12,
+                             UTLS_GCM12_EXPLICIT_LEN) == 0;
+    } else {
+        /*
+         * CBC: the block just before the plaintext is the explicit IV block,
+         * decrypted in place by the generic provider (the value the sender
+         * chose), or left as ciphertext by the stitched AES-CBC-HMAC ones
+         * (decrypted here). Either form matching is the offer; a random IV
+         * matches one of them with probability 2^-127.
+         */
+        seen = CRYPTO_memcmp(rr->data - 16, c->ern_offer12, 16) == 0
+               || (cbc_first_iv_block(s, c, rr->data - 16, iv_pt)
+                   && CRYPTO_memcmp(iv_pt, c->ern_offer12, 16) == 0);
+        OPENSSL_cleanse(iv_pt, sizeof(iv_pt));
+    }
+    if (!seen)
+        return; /* a legacy server: its nonce or IV was random */
+    c->ern_offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
+    if (!c->ern_accepted && c->ern_token_due == 0)
+        c->ern_token_due = UTLS_ERN_ACCEPT;
 }
 
 /* --- Sending ----------------------------------------------------------------- */
@@ -310,10 +487,24 @@ end:
     return ok;
 }
 
+/* tls13_kind: the one-block test for a TLS 1.3 AEAD, or 0 for none. */
+static int tls13_kind(const EVP_CIPHER *ciph)
+{
+    switch (EVP_CIPHER_get_mode(ciph)) {
+    case EVP_CIPH_GCM_MODE:
+        return UTLS_ERN_KIND_GCM;
+    case EVP_CIPH_CCM_MODE:
+        return UTLS_ERN_KIND_CCM;
+    default:
+        return EVP_CIPHER_get_nid(ciph) == NID_chacha20_poly1305 ? UTLS_ERN_KIND_CHACHA : 0;
+    }
+}
+
 /*
  * utls_ern_keys_setup derives the raw key and IV of the current read key (or,
- * with |next|, the one a KeyUpdate would install) into |k|, for the one-block
- * test. Returns 1 on success.
+ * with |next|, the one a TLS 1.3 KeyUpdate would install) into |k|, for the
+ * one-block test; for TLS 1.2 AES-GCM and AES-CBC it uses the key kept at the key change
+ * (utls_hook_tls12_key_set). Returns 1 on success.
  */
 int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
 {
@@ -326,21 +517,22 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
     k->valid = 0;
     if (ciph == NULL)
         return 0;
-    switch (EVP_CIPHER_get_mode(ciph)) {
-    case EVP_CIPH_GCM_MODE:
-        k->kind = UTLS_ERN_KIND_GCM;
-        break;
-    case EVP_CIPH_CCM_MODE:
-        k->kind = UTLS_ERN_KIND_CCM;
-        break;
-    default:
-        if (EVP_CIPHER_get_nid(ciph) != NID_chacha20_poly1305)
+    if (!SSL_IS_TLS13(s)) {
+        /* TLS 1.2: the key kept at the key change. No KeyUpdate in TLS 1.2,
+         * so no next key. */
+        utls_conn *c = s->utls;
+
+        if (next || c == NULL || !c->ern12_rx_valid
+            || (k->kind = tls12_kind(s, s->enc_read_ctx)) == 0)
             return 0;
-        k->kind = UTLS_ERN_KIND_CHACHA;
-        break;
-    }
-    if (!utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key))
+        memcpy(k->iv, c->ern12_rx_iv, UTLS_GCM12_SALT_LEN);
+        memset(k->iv + UTLS_GCM12_SALT_LEN, 0, sizeof(k->iv) - UTLS_GCM12_SALT_LEN);
+        memcpy(key, c->ern12_rx_key, c->ern12_rx_key_len);
+        keylen = c->ern12_rx_key_len;
+    } else if ((k->kind = tls13_kind(ciph)) == 0
+               || !utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key)) {
         goto end;
+    }
     if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
         goto end;
     if (k->kind == UTLS_ERN_KIND_CHACHA) {
@@ -350,8 +542,10 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
         blk = EVP_CIPHER_fetch(s->ctx->libctx, keylen == 32 ? "AES-256-ECB" : "AES-128-ECB",
                                s->ctx->propq);
     }
-    if (blk == NULL || EVP_EncryptInit_ex(k->ctx, blk, NULL,
-                                          k->kind == UTLS_ERN_KIND_CHACHA ? NULL : key, NULL) <= 0)
+    /* CBC: the test decrypts one block; every other kind makes keystream. */
+    if (blk == NULL
+        || EVP_CipherInit_ex(k->ctx, blk, NULL, k->kind == UTLS_ERN_KIND_CHACHA ? NULL : key, NULL,
+                             k->kind == UTLS_ERN_KIND_CBC12 ? 0 : 1) <= 0)
         goto end;
     EVP_CIPHER_CTX_set_padding(k->ctx, 0);
     k->valid = 1;
@@ -377,6 +571,8 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
                            uint64_t seq)
 {
     unsigned char nonce[12], blk[16], ks[64], want[UTLS_ERN_LEN];
+    /* where the plaintext starts, for keystream; 0 when |ks| is plaintext */
+    size_t pt_off = SSL3_RT_HEADER_LENGTH;
     int outl, i;
 
     if (!k->valid || wire_len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_LEN)
@@ -386,6 +582,32 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
     for (i = 0; i < 8; i++)
         nonce[4 + i] ^= (unsigned char)(seq >> (56 - 8 * i));
     switch (k->kind) {
+    case UTLS_ERN_KIND_GCM12:
+        /* RFC 5288 3: nonce = salt || the record's explicit nonce, whatever
+         * |seq| is; only the comparison depends on the candidate. */
+        if (wire_len < SSL3_RT_HEADER_LENGTH + UTLS_GCM12_EXPLICIT_LEN + UTLS_ERN_LEN)
+            return 0;
+        memcpy(blk, k->iv, UTLS_GCM12_SALT_LEN);
+        memcpy(blk + UTLS_GCM12_SALT_LEN, wire + SSL3_RT_HEADER_LENGTH, UTLS_GCM12_EXPLICIT_LEN);
+        blk[12] = blk[13] = blk[14] = 0;
+        blk[15] = 2;
+        if (EVP_EncryptUpdate(k->ctx, ks, &outl, blk, 16) <= 0)
+            return 0;
+        pt_off += UTLS_GCM12_EXPLICIT_LEN;
+        break;
+    case UTLS_ERN_KIND_CBC12:
+        /* RFC 5246 6.2.3.2: IV || blocks; P1 = D(C1) XOR IV, whatever |seq|
+         * is; the IV is the wire's first block. The MAC check follows. */
+        if (wire_len < SSL3_RT_HEADER_LENGTH + 2 * 16)
+            return 0;
+        if (EVP_CipherUpdate(k->ctx, ks, &outl, wire + SSL3_RT_HEADER_LENGTH + 16, 16) <= 0
+            || outl != 16)
+            return 0;
+        /* The plaintext itself, not keystream: XOR the IV in, no ciphertext. */
+        for (i = 0; i < UTLS_ERN_LEN; i++)
+            ks[i] ^= wire[SSL3_RT_HEADER_LENGTH + i];
+        pt_off = 0;
+        break;
     case UTLS_ERN_KIND_GCM:
         /* NIST SP 800-38D: J0 = nonce || 1; the first plaintext block uses 2. */
         memcpy(blk, nonce, 12);
@@ -418,7 +640,8 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
         return 0;
     }
     put_be64(want, seq);
-    for (i = 0; i < UTLS_ERN_LEN; i++)
-        ks[i] ^= wire[SSL3_RT_HEADER_LENGTH + i];
+    if (pt_off != 0) /* keystream: the plaintext is it XOR the ciphertext */
+        for (i = 0; i < UTLS_ERN_LEN; i++)
+            ks[i] ^= wire[pt_off + i];
     return CRYPTO_memcmp(ks, want, UTLS_ERN_LEN) == 0;
 }

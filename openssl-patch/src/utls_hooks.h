@@ -87,6 +87,29 @@ struct wpacket_st;
 int utls_hook_write_prefix(struct ssl_st *s, struct wpacket_st *pkt, int type, size_t pipe,
                            size_t *out_len);
 
+/*
+ * utls_hook_tls12_key_set: tls1_change_cipher_state keyed |ctx| for |which|
+ * (SSL3_CC_READ/WRITE bits) with the raw |key| and the |iv_len| bytes of
+ * |iv| from the key block (AES-GCM: the 4-byte salt; CBC: the 16-byte IV).
+ * With SSL_MODE_UTLS_NEGOTIATE a TLS 1.2 server sets the explicit nonce its
+ * first AES-GCM record starts from to the ERN offer (AES-CBC: arms
+ * utls_hook_tls12_cbc_iv), and a reader keeps a copy of the key and IV
+ * (docs/ern.md). Nothing is owned. Returns 0 on an internal error, 1
+ * otherwise (also when nothing applies).
+ */
+struct evp_cipher_ctx_st;
+int utls_hook_tls12_key_set(struct ssl_st *s, int which, struct evp_cipher_ctx_st *ctx,
+                            const unsigned char *key, size_t key_len, const unsigned char *iv,
+                            size_t iv_len);
+
+/*
+ * utls_hook_tls12_cbc_iv: tls1_enc() drew the random explicit IV block |iv|
+ * (|iv_len| bytes) of a TLS 1.1+ CBC record about to be encrypted. A TLS 1.2
+ * server owing its ERN offer replaces it, in its first record under the new
+ * write key only (docs/ern.md). Nothing is owned.
+ */
+void utls_hook_tls12_cbc_iv(struct ssl_st *s, unsigned char *iv, size_t iv_len);
+
 /* The read key changed (handshake, KeyUpdate, renegotiation). */
 void utls_hook_read_key_changed(struct ssl_st *s);
 

@@ -143,6 +143,12 @@ typedef struct {
 #define UTLS_ERN_KIND_GCM 1
 #define UTLS_ERN_KIND_CCM 2
 #define UTLS_ERN_KIND_CHACHA 3
+#define UTLS_ERN_KIND_GCM12 4 /* TLS 1.2 AES-GCM: salt || explicit nonce */
+#define UTLS_ERN_KIND_CBC12 5 /* TLS 1.2 AES-CBC: explicit IV, then blocks */
+/* TLS 1.2: the offer, the whole 16-byte explicit IV of an AES-CBC record
+ * (RFC 5246 6.2.3.2), or its first 8 bytes as an AES-GCM explicit nonce
+ * (RFC 5288 3). */
+#define UTLS_ERN_OFFER12_LEN 16
 
 /* Raw key material of one read key, for the one-block candidate test. */
 typedef struct {
@@ -262,6 +268,16 @@ struct utls_conn_st {
     int ern_tx;              /* our application records carry numbers */
     int ern_rx;              /* the peer's do (in order, from here on) */
     utls_ern_keys ern_cur, ern_next;
+    /* TLS 1.2 (docs/ern.md): the offer, whether the client looked for it,
+     * and the raw AES read key and IV (secret; the key block they come from
+     * is freed at the end of the handshake) for the one-block test. */
+    unsigned char ern_offer12[UTLS_ERN_OFFER12_LEN];
+    int ern12_checked;
+    int ern12_cbc_offer_due; /* server: the next CBC explicit IV is the offer */
+    int ern12_rx_valid;
+    size_t ern12_rx_key_len;
+    unsigned char ern12_rx_key[32];
+    unsigned char ern12_rx_iv[16]; /* GCM: the 4-byte salt; CBC: the first chaining IV */
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
@@ -314,5 +330,9 @@ int utls_tls13_read_key(SSL *s, int next, unsigned char *key, size_t *keylen,
 void utls_ern_keys_clear(utls_ern_keys *k);
 int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
                            uint64_t seq);
+/* utls_ern_tls12_record_done: a TLS 1.2 client looks for the server's
+ * offer in the explicit nonce of the first record under the new read key
+ * (the server's Finished), once per connection. */
+void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr);
 
 #endif

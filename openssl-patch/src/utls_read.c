@@ -855,10 +855,13 @@ void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
 
 int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
 {
-    utls_conn *c = s->utls;
+    utls_conn *c;
     uint64_t seq;
     int i;
 
+    if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0)
+        utls_ern_tls12_record_done(s, rr); /* TLS 1.2: the offer (utls_ern.c) */
+    c = s->utls;
     if (c == NULL || s->enc_read_ctx == NULL)
         return 1;
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */

@@ -12,14 +12,17 @@ peers, and fork <-> fork. Subcommands:
            unchanged); the client's received bytes must equal the expected answers
            exactly (which proves both directions). /proc/PID/maps of every openssl
            process: the fork side maps the fork's libssl, a stock openssl the system one.
-  forkfork --tls V   tests/ern-interop/ern_peer (linked to the fork, UTLS_MODE in the
+  forkfork --tls V [--cipher LIST] [--mte] [--expect-legacy]
+           tests/ern-interop/ern_peer (linked to the fork, UTLS_MODE in the
            environment) on both ends of a loopback socket: UTLS_ern_status() and the
-           ERN counters of both ends must show numbers in both directions (TLS 1.3),
-           or no negotiation at all (TLS 1.2, docs/ern.md "TLS 1.2").
+           ERN counters of both ends must show numbers in both directions (TLS 1.3,
+           TLS 1.2 with AES-GCM or AES-CBC), or with --expect-legacy no negotiation at all (TLS 1.2
+           ciphers that cannot carry the offer, docs/ern.md "TLS 1.2").
   ja3      --tls V   tcpdump captures of fork<->fork and stock<->stock openssl
            s_client/s_server with the same options: JA3 and JA3S (tshark) equal,
            the same number of records per direction, and wireshark/utls-wirecheck passes.
-           TLS 1.3: the record lengths also show the negotiation happened.
+           The record lengths also show the negotiation happened (TLS 1.3, and TLS 1.2
+           with the default AES-GCM suite).
   tlslite-setup --venv DIR   pip install tlslite-ng into a venv (a failure is a FAIL).
 
 --expect-fail CATEGORY inverts the result (negative self-tests).
@@ -254,7 +257,8 @@ def start_server(cfg, kind, lib):
         argv = {"go": [cfg.gopeer, "-role", "server", "-tls", cfg.tls, "-cert", cfg.cert, "-key", cfg.key],
                 "tlslite": [cfg.tlslite_python, cfg.tlslite_peer, "server", "--tls", cfg.tls,
                             "--cert", cfg.cert, "--key", cfg.key],
-                "ern_peer": [cfg.ern_peer, "server", "--tls", cfg.tls, "--cert", cfg.cert, "--key", cfg.key]}[kind]
+                "ern_peer": [cfg.ern_peer, "server", "--tls", cfg.tls, "--cert", cfg.cert, "--key", cfg.key]
+                + (["--cipher", cfg.cipher] if cfg.cipher else []) + (["--etm", "0"] if cfg.mte else [])}[kind]
         pr = Proc(cfg, "server_" + kind, argv, env_for(cfg, lib), stdin=False)
         port = int(wait_until(lambda: grep(pr.out().decode(errors="replace"), r"^LISTENING (\d+)"), 20,
                               "%s server to listen" % kind, [pr]))
@@ -290,7 +294,8 @@ def run_client(cfg, kind, lib, port, ans_kind):
                 "tlslite": [cfg.tlslite_python, cfg.tlslite_peer, "client", "--tls", cfg.tls,
                             "--port", str(port), "--msgs", cfg.msgs_file],
                 "ern_peer": [cfg.ern_peer, "client", "--tls", cfg.tls, "--ca", cfg.cert,
-                             "--port", str(port), "--msgs", cfg.msgs_file]}[kind]
+                             "--port", str(port), "--msgs", cfg.msgs_file]
+                + (["--cipher", cfg.cipher] if cfg.cipher else []) + (["--etm", "0"] if cfg.mte else [])}[kind]
         pr = Proc(cfg, "client_" + kind, argv, env_for(cfg, lib), stdin=False)
         rc = pr.wait(30)
         if rc != 0:
@@ -413,7 +418,7 @@ def cmd_forkfork(cfg):
         e = parse_ern(pr)
         log("%s: %s status=0x%x (%s) records sent with a number=%d received with a number=%d"
             % (pr.name, e["version"], e["status"], bits(e["status"]), e["sent"], e["received"]))
-        if cfg.tls == "1.3":
+        if not cfg.expect_legacy:
             # utls.h: OFFERED = "server: offered; client: saw a valid offer",
             # then ACCEPTED, TX and RX: all four bits on both ends.
             need = 0xF
@@ -426,10 +431,10 @@ def cmd_forkfork(cfg):
                               % (pr.name, e["sent"], e["received"], n))
         else:
             if e["status"] != 0 or e["sent"] or e["received"]:
-                raise Failure("ern", "%s: TLS 1.2 must not negotiate (docs/ern.md), status 0x%x sent %d received %d"
-                              % (pr.name, e["status"], e["sent"], e["received"]))
-    log("ern OK: %s" % ("numbers in both directions on both ends" if cfg.tls == "1.3"
-                        else "TLS 1.2: no negotiation, as documented"))
+                raise Failure("ern", "%s: TLS %s with %s must not negotiate (docs/ern.md), status 0x%x sent %d "
+                              "received %d" % (pr.name, cfg.tls, cfg.cipher, e["status"], e["sent"], e["received"]))
+    log("ern OK: %s" % ("numbers in both directions on both ends" if not cfg.expect_legacy
+                        else "TLS %s with %s: no negotiation, as documented" % (cfg.tls, cfg.cipher)))
 
 
 # --------------------------------------------------------------------------
@@ -570,14 +575,15 @@ def cmd_ja3(cfg):
             % (d, len(ts), len(tf), "same" if ts == tf else "DIFFER", diffs))
         if ts != tf:
             raise Failure("records", "%s: record types/counts differ: stock %s fork %s" % (d, ts, tf))
-        if cfg.tls == "1.3":
-            # docs/ern.md: +24 in the first numbered record (token 16 + number 8), +8 in later ones,
-            # +20 in a ticket with the offer (s2c only).
-            if 24 not in diffs:
-                raise Failure("records", "%s: no record 24 bytes longer than stock: the fork did not switch "
-                              "to numbers (differences %s)" % (d, diffs))
-        elif any(diffs):
-            raise Failure("records", "%s: TLS 1.2 record lengths differ (%s) though it never negotiates" % (d, diffs))
+        # docs/ern.md: +24 in the first numbered record (token 16 + number 8), +8 in later ones,
+        # +20 in a TLS 1.3 ticket with the offer (s2c only). TLS 1.2 (AES-GCM, the default
+        # suite here): the offer is the explicit nonce, so no length changes for it.
+        if 24 not in diffs:
+            raise Failure("records", "%s: no record 24 bytes longer than stock: the fork did not switch "
+                          "to numbers (differences %s)" % (d, diffs))
+        if any(x not in (0, 8, 24, 20 if d == "s2c" and cfg.tls == "1.3" else 0) for x in diffs):
+            raise Failure("records", "%s: record length differences other than the documented ones: %s"
+                          % (d, diffs))
     if cfg.tls == "1.3" and 20 not in [x - y for (_, y), (_, x) in zip(rs["s2c"], rf["s2c"])]:
         raise Failure("records", "s2c: no ticket 20 bytes longer than stock (no offer?)")
     r = subprocess.run([cfg.python, cfg.checker, "--label-a", "stock", "--label-b", "fork", stock, fork],
@@ -619,6 +625,11 @@ def main():
     ap.add_argument("--peer", choices=sorted(PEER_CLIENT))
     ap.add_argument("--fork-role", choices=["client", "server"])
     ap.add_argument("--fork-mode", default="unordered,negotiate")
+    ap.add_argument("--cipher", help="TLS 1.2 cipher list: forkfork (both ern_peer ends); matrix and ja3 "
+                    "(openssl s_server/s_client only)")
+    ap.add_argument("--mte", action="store_true", help="forkfork: TLS 1.2 CBC with MAC-then-encrypt")
+    ap.add_argument("--expect-legacy", action="store_true",
+                    help="forkfork: the suite cannot carry the offer; neither end may negotiate")
     ap.add_argument("--openssl", default="/usr/bin/openssl")
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--gnutls-cli", default="/usr/bin/gnutls-cli")
@@ -642,6 +653,10 @@ def main():
     cfg.system = os.path.realpath(a.system) if a.system else None
     cfg.extra_client = a.client_extra.split()
     cfg.extra_server = []
+    if a.cipher and a.cmd in ("matrix", "ja3"):
+        # TLS 1.2 suite of the openssl CLI on both sides (fork and stock alike)
+        cfg.extra_client += ["-cipher", a.cipher]
+        cfg.extra_server += ["-cipher", a.cipher]
     cfg.here = os.path.dirname(os.path.abspath(__file__))
     cfg.tlslite_peer = os.path.join(cfg.here, "tlslite_peer.py")
     cfg.tlslite_python = os.path.join(a.venv, "bin", "python") if a.venv else None

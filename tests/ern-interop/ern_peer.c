@@ -8,6 +8,7 @@
  *
  *   ern_peer server --tls 1.3 --cert C --key K          (prints LISTENING port)
  *   ern_peer client --tls 1.3 --ca C --port P --msgs F  (answers on stdout)
+ * TLS 1.2 options of both: --cipher LIST, --etm 0 (MAC-then-encrypt).
  * The server answers each line with the line reversed; the client sends a
  * line, waits for its answer, then sends the next one.
  */
@@ -81,8 +82,8 @@ static void report(SSL *s, const char *role)
 
 int main(int argc, char **argv)
 {
-    const char *tls = "1.3", *cert = NULL, *key = NULL, *ca = NULL, *msgs = NULL;
-    int port = 0, server;
+    const char *tls = "1.3", *cert = NULL, *key = NULL, *ca = NULL, *msgs = NULL, *ciphers = NULL;
+    int port = 0, server, etm = 1;
     static char line[65536], pend[65536];
     size_t npend = 0;
 
@@ -96,12 +97,18 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ca")) ca = argv[i + 1];
         else if (!strcmp(argv[i], "--port")) port = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--msgs")) msgs = argv[i + 1];
+        else if (!strcmp(argv[i], "--cipher")) ciphers = argv[i + 1]; /* TLS 1.2 list */
+        else if (!strcmp(argv[i], "--etm")) etm = atoi(argv[i + 1]); /* 0: MAC-then-encrypt */
         else die("unknown option");
     }
     int v = strcmp(tls, "1.2") == 0 ? TLS1_2_VERSION : TLS1_3_VERSION;
     SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
     if (ctx == NULL || !SSL_CTX_set_min_proto_version(ctx, v) || !SSL_CTX_set_max_proto_version(ctx, v))
         die("SSL_CTX_new");
+    if (ciphers != NULL && SSL_CTX_set_cipher_list(ctx, ciphers) != 1)
+        die("SSL_CTX_set_cipher_list");
+    if (!etm)
+        SSL_CTX_set_options(ctx, SSL_OP_NO_ENCRYPT_THEN_MAC);
 
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof(sa));

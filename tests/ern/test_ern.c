@@ -3,8 +3,14 @@
  * process: two fork endpoints in memory, the client's records through the
  * lossy segment network (tests/unordered/lossy.h) into the server's segment
  * BIO. With --json FILE it also writes the probes per out-of-order record for
- * constant, variable and mixed record sizes (bench: ern.probes_per_ooo_record).
+ * constant, variable and mixed record sizes (bench: ern.probes_per_ooo_record,
+ * TLS 1.3; ern.probes_per_ooo_record_by_version for TLS 1.3 and TLS 1.2).
+ *
+ * TLS 1.3 tests run with the default suites; the test_ern12_* ones with TLS 1.2
+ * and the suite in g_tls12 (the offer is the explicit nonce of the server's
+ * Finished, docs/ern.md "TLS 1.2").
  */
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +22,7 @@
 #include <cmocka.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/utls.h>
 
@@ -24,12 +31,31 @@
 
 static EVP_PKEY *g_key;
 static X509 *g_cert;
+/* NULL: TLS 1.3. Otherwise TLS 1.2 with this cipher list (the server's
+ * identity is P-256, so ECDHE-ECDSA suites). Set at the start of every test. */
+static const char *g_tls12;
+#define GCM128 "ECDHE-ECDSA-AES128-GCM-SHA256"
+#define GCM256 "ECDHE-ECDSA-AES256-GCM-SHA384"
+#define CHACHA12 "ECDHE-ECDSA-CHACHA20-POLY1305"
+#define CCM12 "ECDHE-ECDSA-AES128-CCM"
+#define CBC12 "ECDHE-ECDSA-AES128-SHA256"
+#define CBC12_SHA1 "ECDHE-ECDSA-AES256-SHA"
+#define CAMELLIA12 "ECDHE-ECDSA-CAMELLIA128-SHA256"
+/* TLS 1.2 CBC: 1 turns encrypt-then-MAC (RFC 7366, on by default) off, so
+ * that MAC-then-encrypt runs. Set at the start of every test. */
+static int g_mte;
+/* When set, make_pair uses this server context (resumption needs the same
+ * session cache); otherwise a new one. Set at the start of every test. */
+static SSL_CTX *g_sctx;
 
 typedef struct {
     SSL *c, *s;
     BIO *c_in, *c_out, *seg;
     uint64_t s_off; /* next stream offset of the client's bytes */
     lossy_net *net;
+    /* every byte the server sent, for the nonce checks */
+    unsigned char *s2c;
+    size_t s2c_len;
     /* what the server received */
     int *seen;
     size_t num_apps, got, ooo, bad;
@@ -38,14 +64,24 @@ typedef struct {
 
 static void make_pair(pair *p, int client_negotiates, int server_negotiates, int tickets)
 {
-    SSL_CTX *sctx = SSL_CTX_new(TLS_server_method()), *cctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX *sctx = g_sctx != NULL && SSL_CTX_up_ref(g_sctx) ? g_sctx
+                                                             : SSL_CTX_new(TLS_server_method());
+    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
 
     memset(p, 0, sizeof(*p));
     assert_non_null(sctx);
     assert_non_null(cctx);
     assert_true(SSL_CTX_use_certificate(sctx, g_cert));
     assert_true(SSL_CTX_use_PrivateKey(sctx, g_key));
-    SSL_CTX_set_min_proto_version(cctx, TLS1_3_VERSION);
+    if (g_tls12 == NULL) {
+        SSL_CTX_set_min_proto_version(cctx, TLS1_3_VERSION);
+    } else {
+        SSL_CTX_set_max_proto_version(cctx, TLS1_2_VERSION);
+        assert_int_equal(SSL_CTX_set_cipher_list(cctx, g_tls12), 1);
+        assert_int_equal(SSL_CTX_set_cipher_list(sctx, g_tls12), 1);
+        if (g_mte)
+            SSL_CTX_set_options(cctx, SSL_OP_NO_ENCRYPT_THEN_MAC);
+    }
     SSL_CTX_set_num_tickets(sctx, (size_t)tickets);
     p->c = SSL_new(cctx);
     p->s = SSL_new(sctx);
@@ -77,8 +113,13 @@ static void shuttle(pair *p)
         assert_true(UTLS_BIO_segment_push(p->seg, p->s_off, buf, (size_t)n));
         p->s_off += (uint64_t)n;
     }
-    while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0)
+    while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0) {
         BIO_write(p->c_in, buf, (int)k);
+        p->s2c = realloc(p->s2c, p->s2c_len + k);
+        assert_non_null(p->s2c);
+        memcpy(p->s2c + p->s2c_len, buf, k);
+        p->s2c_len += k;
+    }
 }
 
 static void handshake(pair *p)
@@ -91,6 +132,7 @@ static void handshake(pair *p)
         shuttle(p);
     }
     assert_true(SSL_is_init_finished(p->c) && SSL_is_init_finished(p->s));
+    assert_int_equal(SSL_version(p->c), g_tls12 == NULL ? TLS1_3_VERSION : TLS1_2_VERSION);
     /* The client reads what the server sent after the handshake (tickets). */
     assert_int_equal(SSL_read(p->c, tmp, sizeof(tmp)), -1);
     assert_int_equal(SSL_get_error(p->c, -1), SSL_ERROR_WANT_READ);
@@ -102,6 +144,7 @@ static void free_pair(pair *p)
     SSL_free(p->c);
     SSL_free(p->s);
     free(p->seen);
+    free(p->s2c);
 }
 
 /* read_all reads every record the server can deliver now. */
@@ -186,7 +229,8 @@ static UTLS_STATS stream(pair *p, size_t num, enum sizes kind, double loss, uint
     return st;
 }
 
-static double g_ppr[3];
+/* [0]: TLS 1.3, [1]: TLS 1.2 AES-GCM, [2]: TLS 1.2 AES-CBC; by record sizes */
+static double g_ppr[3][3];
 
 static void run_probes_case(enum sizes kind, size_t num)
 {
@@ -204,8 +248,10 @@ static void run_probes_case(enum sizes kind, size_t num)
     /* The one-block test picks the right candidate: one full check per
      * record delivered out of order, whatever the sizes. */
     assert_int_equal(st.probes, st.records_out_of_order);
-    g_ppr[kind] = (double)st.probes / (double)st.records_out_of_order;
-    printf("[ern] %s: %llu records out of order, %llu probes, %llu block tests\n",
+    g_ppr[g_tls12 == NULL ? 0 : strstr(g_tls12, "GCM") != NULL ? 1 : 2][kind] =
+        (double)st.probes / (double)st.records_out_of_order;
+    printf("[ern] %s%s %s: %llu records out of order, %llu probes, %llu block tests\n",
+           g_tls12 != NULL ? g_tls12 : "TLS 1.3", g_mte ? " (MtE)" : "",
            kind == SIZES_CBR ? "cbr" : kind == SIZES_VBR ? "vbr" : "mixed",
            (unsigned long long)st.records_out_of_order, (unsigned long long)st.probes,
            (unsigned long long)st.ern_block_checks);
@@ -215,19 +261,68 @@ static void run_probes_case(enum sizes kind, size_t num)
 static void test_ern_probes_cbr(void **state)
 {
     (void)state;
+    g_tls12 = NULL;
     run_probes_case(SIZES_CBR, 2000);
 }
 
 static void test_ern_probes_vbr(void **state)
 {
     (void)state;
+    g_tls12 = NULL;
     run_probes_case(SIZES_VBR, 2000);
 }
 
 static void test_ern_probes_mixed(void **state)
 {
     (void)state;
+    g_tls12 = NULL;
     run_probes_case(SIZES_MIXED, 400);
+}
+
+static void test_ern12_probes_cbr(void **state)
+{
+    (void)state;
+    g_tls12 = GCM128;
+    run_probes_case(SIZES_CBR, 2000);
+}
+
+static void test_ern12_probes_vbr(void **state)
+{
+    (void)state;
+    g_tls12 = GCM256;
+    run_probes_case(SIZES_VBR, 2000);
+}
+
+static void test_ern12_probes_mixed(void **state)
+{
+    (void)state;
+    g_tls12 = GCM128;
+    run_probes_case(SIZES_MIXED, 400);
+}
+
+static void test_ern12_cbc_probes_cbr(void **state)
+{
+    (void)state;
+    g_tls12 = CBC12; /* encrypt-then-MAC */
+    run_probes_case(SIZES_CBR, 2000);
+}
+
+static void test_ern12_cbc_probes_vbr(void **state)
+{
+    (void)state;
+    g_tls12 = CBC12_SHA1;
+    g_mte = 1; /* MAC-then-encrypt (OpenSSL's stitched AES-CBC-HMAC-SHA1) */
+    run_probes_case(SIZES_VBR, 2000);
+    g_mte = 0;
+}
+
+static void test_ern12_cbc_probes_mixed(void **state)
+{
+    (void)state;
+    g_tls12 = CBC12;
+    g_mte = 1;
+    run_probes_case(SIZES_MIXED, 400);
+    g_mte = 0;
 }
 
 /* No ticket, no offer: nothing is numbered and everything works. */
@@ -237,6 +332,7 @@ static void test_ern_lost_offer(void **state)
     UTLS_STATS st;
 
     (void)state;
+    g_tls12 = NULL;
     make_pair(&p, 1, 1, 0);
     handshake(&p);
     st = stream(&p, 300, SIZES_VBR, 0.02, 11);
@@ -248,12 +344,11 @@ static void test_ern_lost_offer(void **state)
 
 /* The client sees the offer but never writes: no accept reaches the server
  * until UTLS_ern_flush() sends it in an empty record. */
-static void test_ern_lost_accept_then_flush(void **state)
+static void lost_accept_then_flush(void)
 {
     pair p;
     uint8_t buf[100];
 
-    (void)state;
     make_pair(&p, 1, 1, 2);
     handshake(&p);
     assert_true(UTLS_ern_status(p.s) & UTLS_ERN_OFFERED);
@@ -271,10 +366,26 @@ static void test_ern_lost_accept_then_flush(void **state)
     free_pair(&p);
 }
 
+static void test_ern_lost_accept_then_flush(void **state)
+{
+    (void)state;
+    g_tls12 = NULL;
+    lost_accept_then_flush();
+}
+
+static void test_ern12_lost_accept_then_flush(void **state)
+{
+    (void)state;
+    g_tls12 = GCM128;
+    lost_accept_then_flush();
+    g_tls12 = CBC12;
+    lost_accept_then_flush();
+}
+
 /* The client's switch record (its first numbered one) is lost: the numbered
  * records after it arrive first, are recognised by the number test and
  * delivered; the switch takes effect when it arrives in order. */
-static void test_ern_switch_record_lost(void **state)
+static void switch_record_lost(void)
 {
     pair p;
     lossy_params lp;
@@ -282,7 +393,6 @@ static void test_ern_switch_record_lost(void **state)
     unsigned char buf[65536];
     int n;
 
-    (void)state;
     make_pair(&p, 1, 1, 2);
     handshake(&p);
     lossy_params_lossless(&lp);
@@ -313,6 +423,24 @@ static void test_ern_switch_record_lost(void **state)
     free_pair(&p);
 }
 
+static void test_ern_switch_record_lost(void **state)
+{
+    (void)state;
+    g_tls12 = NULL;
+    switch_record_lost();
+}
+
+static void test_ern12_switch_record_lost(void **state)
+{
+    (void)state;
+    g_tls12 = GCM256;
+    switch_record_lost();
+    g_tls12 = CBC12;
+    switch_record_lost();
+    g_mte = 1;
+    switch_record_lost();
+}
+
 /* A legacy client (no negotiation) padding its records at random: the
  * negotiating server never mistakes anything for numbers. */
 static size_t random_padding(SSL *s, int type, size_t len, void *arg)
@@ -328,6 +456,7 @@ static void test_ern_legacy_random_padding(void **state)
     UTLS_STATS st;
 
     (void)state;
+    g_tls12 = NULL;
     make_pair(&p, 0, 1, 2);
     lossy_rng_seed(&rng, 99);
     SSL_set_record_padding_callback(p.c, random_padding);
@@ -342,13 +471,12 @@ static void test_ern_legacy_random_padding(void **state)
 
 /* Once numbered, a record without its number (a sender that lied, here one
  * that switched numbering off) is a fatal decode_error in order. */
-static void test_ern_wrong_number_is_fatal(void **state)
+static void wrong_number_is_fatal(void)
 {
     pair p;
     uint8_t m[300], buf[1000];
     size_t n;
 
-    (void)state;
     make_pair(&p, 1, 1, 2);
     handshake(&p);
     assert_true(uh_msg_build(m, 0, sizeof(m)));
@@ -365,6 +493,449 @@ static void test_ern_wrong_number_is_fatal(void **state)
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), SSL_R_BAD_RECORD_TYPE);
     ERR_clear_error();
     free_pair(&p);
+}
+
+static void test_ern_wrong_number_is_fatal(void **state)
+{
+    (void)state;
+    g_tls12 = NULL;
+    wrong_number_is_fatal();
+}
+
+static void test_ern12_wrong_number_is_fatal(void **state)
+{
+    (void)state;
+    g_tls12 = GCM128;
+    wrong_number_is_fatal();
+    g_tls12 = CBC12;
+    wrong_number_is_fatal();
+    g_mte = 1;
+    wrong_number_is_fatal();
+}
+
+/* --- TLS 1.2 only -------------------------------------------------------- */
+
+/* exchange: the client sends a line, the server reads it and answers, the
+ * client reads the answer; |n| times. Both directions must deliver. */
+static void exchange(pair *p, int n)
+{
+    uint8_t m[500], buf[1000];
+    size_t got;
+
+    for (int i = 0; i < n; i++) {
+        assert_true(uh_msg_build(m, (uint32_t)i, sizeof(m)));
+        assert_int_equal(SSL_write(p->c, m, sizeof(m)), (int)sizeof(m));
+        shuttle(p);
+        assert_true(SSL_read_ex(p->s, buf, sizeof(buf), &got));
+        assert_int_equal(got, sizeof(m));
+        assert_memory_equal(buf, m, sizeof(m));
+        assert_int_equal(SSL_write(p->s, m, sizeof(m)), (int)sizeof(m));
+        shuttle(p);
+        assert_true(SSL_read_ex(p->c, buf, sizeof(buf), &got));
+        assert_int_equal(got, sizeof(m));
+        assert_memory_equal(buf, m, sizeof(m));
+    }
+}
+
+/* expected_offer12 computes the TLS 1.2 offer independently of the fork's
+ * code, from the exporter (docs/ern.md "Keys"). */
+static void expected_offer12(SSL *s, unsigned char out[16])
+{
+    static const char label[] = "EXPORTER-uTLS-ERN-v1", info[] = "uTLS ERN v1 tls12 offer";
+    unsigned char t[32], mac[32];
+    size_t maclen;
+
+    assert_int_equal(SSL_export_keying_material(s, t, sizeof(t), label, sizeof(label) - 1, NULL,
+                                                0, 0), 1);
+    assert_non_null(EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, t, sizeof(t),
+                              (const unsigned char *)info, sizeof(info) - 1, mac, sizeof(mac),
+                              &maclen));
+    memcpy(out, mac, 16); /* CBC: all 16; GCM: the first 8 */
+}
+
+/* server_nonces parses the server's records after its ChangeCipherSpec and
+ * returns their explicit nonces (AES-GCM: the first 8 bytes of the body). */
+static size_t server_nonces(const pair *p, uint64_t *out, size_t max)
+{
+    size_t off = 0, n = 0;
+    int encrypted = 0;
+
+    while (off + 5 <= p->s2c_len) {
+        size_t len = ((size_t)p->s2c[off + 3] << 8) | p->s2c[off + 4];
+        uint64_t v = 0;
+
+        assert_true(off + 5 + len <= p->s2c_len);
+        if (encrypted) {
+            assert_true(len >= 8 + 16);
+            assert_true(n < max);
+            for (int i = 0; i < 8; i++)
+                v = (v << 8) | p->s2c[off + 5 + i];
+            out[n++] = v;
+        }
+        if (p->s2c[off] == SSL3_RT_CHANGE_CIPHER_SPEC)
+            encrypted = 1;
+        off += 5 + len;
+    }
+    assert_int_equal(off, p->s2c_len);
+    return n;
+}
+
+static uint64_t be64(const unsigned char b[8])
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+/* Both directions numbered after the negotiation, for AES-128-GCM and
+ * AES-256-GCM; the offer is exactly the documented value. */
+static void negotiates(const char *cipher)
+{
+    pair p;
+    UTLS_STATS sc, ss;
+    uint64_t nonces[64];
+    unsigned char offer[16];
+
+    g_tls12 = cipher;
+    make_pair(&p, 1, 1, 2);
+    handshake(&p);
+    assert_int_equal(strcmp(SSL_get_cipher_name(p.c), cipher), 0);
+    assert_int_equal(SSL_get_options(p.c) & SSL_OP_NO_ENCRYPT_THEN_MAC ? 1 : 0, g_mte);
+    assert_true(UTLS_ern_status(p.s) & UTLS_ERN_OFFERED);
+    assert_true(UTLS_ern_status(p.c) & UTLS_ERN_OFFERED);
+    assert_int_equal(server_nonces(&p, nonces, 64), 1); /* the Finished */
+    expected_offer12(p.c, offer);
+    if (strstr(cipher, "GCM") != NULL) {
+        assert_true(nonces[0] == be64(offer)); /* the explicit nonce, as sent */
+    } else {
+        /* CBC: the IV block is encrypted like the others; the offer itself
+         * never appears on the wire. */
+        assert_true(memmem(p.s2c, p.s2c_len, offer, 16) == NULL);
+    }
+    exchange(&p, 5);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    assert_int_equal(UTLS_ern_status(p.s), 0xF);
+    assert_true(UTLS_get_stats(p.c, &sc) && UTLS_get_stats(p.s, &ss));
+    /* the client numbers all 5 lines; the server its 5 answers */
+    assert_int_equal(sc.ern_records_sent, 5);
+    assert_int_equal(ss.ern_records_received, 5);
+    assert_int_equal(ss.ern_records_sent, 5);
+    assert_int_equal(sc.ern_records_received, 5);
+    free_pair(&p);
+}
+
+static void test_ern12_negotiates_aes128gcm(void **state)
+{
+    (void)state;
+    negotiates(GCM128);
+}
+
+static void test_ern12_negotiates_aes256gcm(void **state)
+{
+    (void)state;
+    negotiates(GCM256);
+}
+
+static void test_ern12_negotiates_cbc_etm(void **state)
+{
+    (void)state;
+    g_mte = 0;
+    negotiates(CBC12);
+    negotiates(CBC12_SHA1);
+}
+
+static void test_ern12_negotiates_cbc_mte(void **state)
+{
+    (void)state;
+    g_mte = 1;
+    negotiates(CBC12);
+    negotiates(CBC12_SHA1);
+    g_mte = 0;
+}
+
+/* Suites that cannot carry the offer stay legacy and work, both ends
+ * negotiating: ChaCha20-Poly1305 (no explicit nonce), CCM (its explicit
+ * nonce is the sequence number), CBC with a block cipher other than AES. */
+static void stays_legacy(const char *cipher)
+{
+    pair p;
+    UTLS_STATS st;
+
+    g_tls12 = cipher;
+    make_pair(&p, 1, 1, 2);
+    handshake(&p);
+    assert_int_equal(strcmp(SSL_get_cipher_name(p.c), cipher), 0);
+    exchange(&p, 3);
+    assert_int_equal(UTLS_ern_status(p.c), 0);
+    assert_int_equal(UTLS_ern_status(p.s), 0);
+    free_pair(&p);
+    /* and out of order through the lossy network */
+    make_pair(&p, 1, 1, 2);
+    handshake(&p);
+    st = stream(&p, 300, SIZES_VBR, 0.02, 21);
+    assert_true(st.records_out_of_order > 0);
+    assert_int_equal(st.ern_records_received, 0);
+    assert_int_equal(UTLS_ern_status(p.s), 0);
+    free_pair(&p);
+}
+
+static void test_ern12_chacha20_stays_legacy(void **state)
+{
+    (void)state;
+    stays_legacy(CHACHA12);
+}
+
+static void test_ern12_ccm_stays_legacy(void **state)
+{
+    (void)state;
+    stays_legacy(CCM12);
+}
+
+static void test_ern12_camellia_cbc_stays_legacy(void **state)
+{
+    (void)state;
+    stays_legacy(CAMELLIA12);
+}
+
+/* A legacy peer on either side: nothing numbered, everything delivered, in
+ * order and out of order. A legacy server's random nonce start is not the
+ * offer; a legacy client ignores the offer. */
+static void test_ern12_legacy_peers(void **state)
+{
+    pair p;
+    UTLS_STATS st;
+    uint64_t nonces[64];
+    unsigned char offer[16];
+
+    (void)state;
+    g_tls12 = GCM128;
+    /* legacy server, negotiating client */
+    make_pair(&p, 1, 0, 2);
+    handshake(&p);
+    assert_int_equal(server_nonces(&p, nonces, 64), 1);
+    expected_offer12(p.c, offer);
+    assert_true(nonces[0] != be64(offer));
+    exchange(&p, 3);
+    assert_int_equal(UTLS_ern_status(p.c), 0);
+    assert_int_equal(UTLS_ern_status(p.s), 0);
+    free_pair(&p);
+    /* negotiating server, legacy client: the offer goes out and is ignored */
+    make_pair(&p, 0, 1, 2);
+    handshake(&p);
+    exchange(&p, 3);
+    assert_int_equal(UTLS_ern_status(p.c), 0);
+    assert_int_equal(UTLS_ern_status(p.s), UTLS_ERN_OFFERED);
+    free_pair(&p);
+    make_pair(&p, 0, 1, 2);
+    handshake(&p);
+    st = stream(&p, 500, SIZES_VBR, 0.02, 22);
+    assert_true(st.records_out_of_order > 0);
+    assert_int_equal(st.ern_records_received, 0);
+    assert_false(UTLS_ern_status(p.s) & UTLS_ERN_RX);
+    free_pair(&p);
+}
+
+/* The offer cannot be lost in TLS 1.2 (it is the Finished record, which the
+ * handshake needs), and it cannot be changed: the GCM explicit nonce is part
+ * of the AEAD nonce, the CBC IV block chains into the next block (and EtM's
+ * MAC covers it), so a flipped bit fails the record and the handshake, never
+ * a silent downgrade. */
+static void altered_offer_fails_handshake(const char *cipher, int mte)
+{
+    pair p;
+    unsigned char buf[16384];
+    size_t k, off, fin = 0;
+    int n, ccs = 0;
+
+    g_tls12 = cipher;
+    g_mte = mte;
+    make_pair(&p, 1, 1, 2);
+    /* ClientHello, then the server's flight up to its Finished */
+    for (int i = 0; i < 10 && !SSL_is_init_finished(p.s); i++) {
+        SSL_do_handshake(p.c);
+        while ((n = BIO_read(p.c_out, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
+            p.s_off += (uint64_t)n;
+        }
+        SSL_do_handshake(p.s);
+        if (SSL_is_init_finished(p.s))
+            break;
+        while ((k = UTLS_BIO_segment_take_output(p.seg, buf, sizeof(buf))) > 0)
+            BIO_write(p.c_in, buf, (int)k);
+    }
+    assert_true(SSL_is_init_finished(p.s));
+    k = UTLS_BIO_segment_take_output(p.seg, buf, sizeof(buf));
+    /* the server's last flight: ChangeCipherSpec, Finished */
+    for (off = 0; off + 5 <= k; off += 5 + (((size_t)buf[off + 3] << 8) | buf[off + 4])) {
+        if (ccs && buf[off] == SSL3_RT_HANDSHAKE)
+            fin = off;
+        ccs |= buf[off] == SSL3_RT_CHANGE_CIPHER_SPEC;
+    }
+    assert_true(ccs && fin > 0);
+    buf[fin + 5 + 7] ^= 1; /* the last byte of the explicit nonce */
+    BIO_write(p.c_in, buf, (int)k);
+    assert_true(SSL_do_handshake(p.c) <= 0);
+    assert_int_equal(SSL_get_error(p.c, 0), SSL_ERROR_SSL);
+    assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), SSL_R_DECRYPTION_FAILED_OR_BAD_RECORD_MAC);
+    ERR_clear_error();
+    assert_int_equal(UTLS_ern_status(p.c), 0);
+    free_pair(&p);
+}
+
+static void test_ern12_altered_offer_fails_handshake(void **state)
+{
+    (void)state;
+    altered_offer_fails_handshake(GCM128, 0);
+    altered_offer_fails_handshake(CBC12, 0);
+    altered_offer_fails_handshake(CBC12, 1);
+    altered_offer_fails_handshake(CBC12_SHA1, 1);
+}
+
+/* An abbreviated handshake (RFC 5246 7.3: the server sends its
+ * ChangeCipherSpec and Finished first): the offer is in that Finished, and
+ * the numbers start again in the resumed connection. */
+static void resumes(const char *cipher)
+{
+    pair p;
+    SSL_SESSION *sess;
+
+    g_tls12 = cipher;
+    g_sctx = SSL_CTX_new(TLS_server_method());
+    assert_non_null(g_sctx);
+    make_pair(&p, 1, 1, 2);
+    handshake(&p);
+    exchange(&p, 2);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    /* a clean close keeps the session resumable */
+    assert_true(SSL_shutdown(p.c) >= 0);
+    shuttle(&p);
+    assert_true(SSL_shutdown(p.s) >= 0);
+    sess = SSL_get1_session(p.c);
+    assert_non_null(sess);
+    free_pair(&p);
+    make_pair(&p, 1, 1, 2);
+    assert_int_equal(SSL_set_session(p.c, sess), 1);
+    SSL_SESSION_free(sess);
+    handshake(&p);
+    assert_true(SSL_session_reused(p.c));
+    assert_true(UTLS_ern_status(p.c) & UTLS_ERN_OFFERED);
+    exchange(&p, 3);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    assert_int_equal(UTLS_ern_status(p.s), 0xF);
+    free_pair(&p);
+    SSL_CTX_free(g_sctx);
+    g_sctx = NULL;
+}
+
+static void test_ern12_resumption_gcm(void **state)
+{
+    (void)state;
+    resumes(GCM128);
+}
+
+static void test_ern12_resumption_cbc(void **state)
+{
+    (void)state;
+    resumes(CBC12);
+}
+
+/* TLS 1.2 renegotiation after the agreement: no new offer, and the numbers
+ * go on as the sequence numbers of the new keys (from 0), in order. */
+static void renegotiates(const char *cipher)
+{
+    pair p;
+    unsigned char buf[100];
+    UTLS_STATS sc, ss;
+
+    g_tls12 = cipher;
+    make_pair(&p, 1, 1, 2);
+    /* OpenSSL 3.0 refuses client-initiated renegotiation unless allowed */
+    SSL_set_options(p.s, SSL_OP_ALLOW_CLIENT_RENEGOTIATION);
+    handshake(&p);
+    exchange(&p, 2);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    assert_int_equal(SSL_renegotiate(p.c), 1);
+    for (int i = 0; i < 20 && SSL_renegotiate_pending(p.c); i++) {
+        (void)SSL_do_handshake(p.c);
+        shuttle(&p);
+        assert_int_equal(SSL_read(p.s, buf, sizeof(buf)), -1); /* handshake only */
+        assert_int_equal(SSL_get_error(p.s, -1), SSL_ERROR_WANT_READ);
+        shuttle(&p);
+    }
+    assert_false(SSL_renegotiate_pending(p.c));
+    assert_int_equal(SSL_num_renegotiations(p.c), 1);
+    exchange(&p, 3);
+    assert_int_equal(UTLS_ern_status(p.c), 0xF);
+    assert_int_equal(UTLS_ern_status(p.s), 0xF);
+    assert_true(UTLS_get_stats(p.c, &sc) && UTLS_get_stats(p.s, &ss));
+    assert_int_equal(sc.ern_records_sent, 5);
+    assert_int_equal(ss.ern_records_received, 5);
+    assert_int_equal(ss.ern_records_sent, 5);
+    assert_int_equal(sc.ern_records_received, 5);
+    free_pair(&p);
+}
+
+static void test_ern12_renegotiation(void **state)
+{
+    (void)state;
+    renegotiates(GCM128);
+    renegotiates(CBC12);
+}
+
+/*
+ * GCM nonce uniqueness (docs/ern.md "Nonce uniqueness"): under the server's
+ * one write key, every record of the whole connection (Finished, numbered
+ * records, UTLS_ern_flush() records, records split at the maximum size) has
+ * a different explicit nonce; they count up by one from the offer. The
+ * client's, from OpenSSL's random start, are checked the same way.
+ */
+static void test_ern12_nonces_unique(void **state)
+{
+    pair p;
+    uint64_t nonces[512];
+    unsigned char offer[16], *big;
+    size_t n, got, bigsz = 3 * 16384 + 100;
+
+    (void)state;
+    g_tls12 = GCM128;
+    make_pair(&p, 1, 1, 2);
+    handshake(&p);
+    exchange(&p, 4);
+    assert_int_equal(UTLS_ern_flush(p.s), 1); /* nothing owed: no record */
+    big = calloc(1, bigsz);
+    assert_non_null(big);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(SSL_write(p.s, big, (int)bigsz), (int)bigsz);
+        shuttle(&p);
+        for (size_t left = bigsz; left > 0; left -= got)
+            assert_true(SSL_read_ex(p.c, big, left, &got));
+    }
+    free(big);
+    n = server_nonces(&p, nonces, 512);
+    printf("[ern] %zu server records under one key\n", n);
+    assert_int_equal(n, 1 + 4 + 20 * 4); /* Finished, answers, 4 records per write */
+    expected_offer12(p.c, offer);
+    assert_true(nonces[0] == be64(offer));
+    for (size_t i = 1; i < n; i++) {
+        assert_true(nonces[i] == nonces[0] + i); /* +1 per record: no repeat */
+        for (size_t j = 0; j < i; j++)
+            assert_true(nonces[i] != nonces[j]);
+    }
+    assert_int_equal(UTLS_ern_status(p.s), 0xF);
+    free_pair(&p);
+}
+
+/* reset_globals: every test starts with TLS 1.3 and encrypt-then-MAC. */
+static int reset_globals(void **state)
+{
+    (void)state;
+    g_tls12 = NULL;
+    g_mte = 0;
+    SSL_CTX_free(g_sctx);
+    g_sctx = NULL;
+    return 0;
 }
 
 static int setup(void **state)
@@ -384,14 +955,36 @@ static int teardown(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ern_probes_cbr),
-        cmocka_unit_test(test_ern_probes_vbr),
-        cmocka_unit_test(test_ern_probes_mixed),
-        cmocka_unit_test(test_ern_lost_offer),
-        cmocka_unit_test(test_ern_lost_accept_then_flush),
-        cmocka_unit_test(test_ern_switch_record_lost),
-        cmocka_unit_test(test_ern_legacy_random_padding),
-        cmocka_unit_test(test_ern_wrong_number_is_fatal),
+        cmocka_unit_test_setup(test_ern_probes_cbr, reset_globals),
+        cmocka_unit_test_setup(test_ern_probes_vbr, reset_globals),
+        cmocka_unit_test_setup(test_ern_probes_mixed, reset_globals),
+        cmocka_unit_test_setup(test_ern_lost_offer, reset_globals),
+        cmocka_unit_test_setup(test_ern_lost_accept_then_flush, reset_globals),
+        cmocka_unit_test_setup(test_ern_switch_record_lost, reset_globals),
+        cmocka_unit_test_setup(test_ern_legacy_random_padding, reset_globals),
+        cmocka_unit_test_setup(test_ern_wrong_number_is_fatal, reset_globals),
+        cmocka_unit_test_setup(test_ern12_probes_cbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_probes_vbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_probes_mixed, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_aes128gcm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_aes256gcm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_cbc_etm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_negotiates_cbc_mte, reset_globals),
+        cmocka_unit_test_setup(test_ern12_cbc_probes_cbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_cbc_probes_vbr, reset_globals),
+        cmocka_unit_test_setup(test_ern12_cbc_probes_mixed, reset_globals),
+        cmocka_unit_test_setup(test_ern12_lost_accept_then_flush, reset_globals),
+        cmocka_unit_test_setup(test_ern12_switch_record_lost, reset_globals),
+        cmocka_unit_test_setup(test_ern12_wrong_number_is_fatal, reset_globals),
+        cmocka_unit_test_setup(test_ern12_chacha20_stays_legacy, reset_globals),
+        cmocka_unit_test_setup(test_ern12_ccm_stays_legacy, reset_globals),
+        cmocka_unit_test_setup(test_ern12_camellia_cbc_stays_legacy, reset_globals),
+        cmocka_unit_test_setup(test_ern12_legacy_peers, reset_globals),
+        cmocka_unit_test_setup(test_ern12_altered_offer_fails_handshake, reset_globals),
+        cmocka_unit_test_setup(test_ern12_nonces_unique, reset_globals),
+        cmocka_unit_test_setup(test_ern12_resumption_gcm, reset_globals),
+        cmocka_unit_test_setup(test_ern12_resumption_cbc, reset_globals),
+        cmocka_unit_test_setup(test_ern12_renegotiation, reset_globals),
     };
     int r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
 
@@ -400,8 +993,17 @@ int main(int argc, char **argv)
 
         if (f == NULL)
             return 1;
+        /* probes_per_ooo_record: TLS 1.3, as before; by_version adds TLS 1.2
+         * (AES-GCM, the offer in the explicit nonce). */
         fprintf(f, "{\"probes_per_ooo_record\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}, "
-                   "\"loss\": 0.02}\n", g_ppr[SIZES_CBR], g_ppr[SIZES_VBR], g_ppr[SIZES_MIXED]);
+                   "\"probes_per_ooo_record_by_version\": {"
+                   "\"tls1.3\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}, "
+                   "\"tls1.2_aes_gcm\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}, "
+                   "\"tls1.2_aes_cbc\": {\"cbr\": %.4f, \"vbr\": %.4f, \"mixed\": %.4f}}, "
+                   "\"loss\": 0.02}\n", g_ppr[0][SIZES_CBR], g_ppr[0][SIZES_VBR], g_ppr[0][SIZES_MIXED],
+                g_ppr[0][SIZES_CBR], g_ppr[0][SIZES_VBR], g_ppr[0][SIZES_MIXED],
+                g_ppr[1][SIZES_CBR], g_ppr[1][SIZES_VBR], g_ppr[1][SIZES_MIXED],
+                g_ppr[2][SIZES_CBR], g_ppr[2][SIZES_VBR], g_ppr[2][SIZES_MIXED]);
         fclose(f);
     }
     return r;
