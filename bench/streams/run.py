@@ -231,7 +231,7 @@ def run_mode(mode, prefix, cfg, bindir, rundir):
     return res, lat
 
 
-def cdf_plot(lats, path, cfg):
+def cdf_plot(lats, path, cfg, oracle_lat):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -247,8 +247,8 @@ def cdf_plot(lats, path, cfg):
             v = sorted(v)
             ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], color=colors[mode], lw=0.6,
                     alpha=0.5, label="%s, each stream" % mode if s == 0 else None)
-    if _oracle_lat:
-        xs = sorted(_oracle_lat)
+    if oracle_lat:
+        xs = sorted(oracle_lat)
         ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], color="black", ls="--", lw=1,
                 label="per-stream-order oracle (capture)")
     ax.axvline(cfg["rtt_ms"] / 2, color="gray", ls=":", lw=1, label="one-way delay")
@@ -290,61 +290,23 @@ def check_structure(doc):
     return errs
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--out", default=None, help="default BUILD/bench")
-    ap.add_argument("--bin-dir", default=None)
-    ap.add_argument("--count", type=int, default=4000, help="messages in total")
-    ap.add_argument("--streams", type=int, default=4)
-    ap.add_argument("--size", type=int, default=300,
-                    help="plaintext bytes per message (see the note in the JSON)")
-    ap.add_argument("--interval", type=float, default=20.0, help="ms between messages of a stream")
-    ap.add_argument("--rtt", type=float, default=100.0)
-    ap.add_argument("--loss", type=float, default=2.0)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--cc", default="bbr",
-                    help="the sender's TCP congestion control (default bbr, as in bench/latency: "
-                         "with cubic, 2%% loss shrinks the window until messages queue in the "
-                         "sender and every mode, the oracle included, is late)")
-    ap.add_argument("--prefix", default="sstb",
-                    help="testbed prefix; the testbeds are PREFIXtls and PREFIXust")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--json-name", default=None)
-    a = ap.parse_args()
-    if os.geteuid() != 0:
-        print("SKIP: bench/streams needs root (network namespaces, the tap)")
-        return 77
-    if a.smoke:
-        a.count, a.prefix = 200, a.prefix if a.prefix != "sstb" else "ssts"
-    out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
-    bindir = a.bin_dir or os.path.join(os.path.abspath(a.build), "examples", "utls-substreams")
-    name = a.json_name or ("streams_smoke.json" if a.smoke else "streams.json")
-    rundir = os.path.join(out, "streams", "smoke" if a.smoke else "full")
-    os.makedirs(rundir, exist_ok=True)
-    cfg = {"count": a.count, "streams": a.streams, "size": a.size, "interval_ms": a.interval,
-           "rtt_ms": a.rtt, "loss_pct": a.loss, "seed": a.seed, "sender_cc": a.cc,
-           "record_plaintext": "size + 3..4 header bytes (utls_streams); size (tls)",
-           "note": "default size 300: the 4 streams together send about what the "
-                   "single-stream experiment (bench/latency, 1448 bytes every 20 ms) sends, "
-                   "below what TCP sustains at 2% loss and 100 ms RTT, so the numbers measure "
-                   "head-of-line blocking, not a congestion-limited queue"}
-    t_start = time.time()
-
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt()
-    signal.signal(signal.SIGTERM, on_signal)
+def run_point(a, cfg, bindir, rundir, prefix):
+    """Both modes of one configuration side by side, each on a testbed of its
+    own; returns the JSON section (modes, ratios) and the latencies."""
     results, lats, errors = {}, {}, {}
+    os.makedirs(rundir, exist_ok=True)
     try:
         prefixes = {}
         for mode in MODES:
-            prefix = "%s%s" % (a.prefix, "tls" if mode == "tls" else "ust")
-            _testbeds.append(prefix)
-            tb(prefix, "up", "--rtt", str(a.rtt), "--loss", str(a.loss), "--seed", str(a.seed))
-            prefixes[mode] = prefix
+            p = "%s%s" % (prefix, "tls" if mode == "tls" else "ust")
+            _testbeds.append(p)
+            tb(p, "up", "--rtt", str(cfg["rtt_ms"]), "--loss", str(cfg["loss_pct"]),
+               "--seed", str(cfg["seed"]))
+            prefixes[mode] = p
         log("%d messages over %d streams (each every %g ms, %d bytes), RTT %g ms, loss %g%%, "
-            "~%.0f s" % (a.count, a.streams, a.interval, a.size, a.rtt, a.loss,
-                         a.count * a.interval / a.streams / 1000 + 2))
+            "~%.0f s" % (cfg["count"], cfg["streams"], cfg["interval_ms"], cfg["size"],
+                         cfg["rtt_ms"], cfg["loss_pct"],
+                         cfg["count"] * cfg["interval_ms"] / cfg["streams"] / 1000 + 2))
 
         def worker(mode):
             try:
@@ -363,9 +325,10 @@ def main():
         for p in _live:
             if p.poll() is None:
                 p.kill()
-        for prefix in _testbeds:
-            tb(prefix, "down", check=False)
-    doc = {"benchmark": "streams", "config": cfg}
+        for p in _testbeds:
+            tb(p, "down", check=False)
+        del _testbeds[:]
+    doc = {"config": cfg}
     for mode in MODES:
         doc[mode] = results[mode]
     t, u = results["tls"], results["utls_streams"]
@@ -385,6 +348,96 @@ def main():
         # How close sub-streams come to the best any per-stream-ordered
         # receiver could do on the same packets (1.0 = the oracle).
         doc["ratio"]["utls_streams_vs_stream_oracle_p95"] = round(u["p95_ms"] / o["p95_ms"], 4)
+    return doc
+
+
+def log_point(name, doc):
+    for mode in MODES:
+        r = doc[mode]
+        log("%s: %-13s p50 %7.1f  p90 %7.1f  p95 %7.1f  p99 %7.1f ms  >RTT %5.1f%%  per-stream "
+            "p95 %s  order_ok %s"
+            % (name, mode, r["p50_ms"], r["p90_ms"], r["p95_ms"], r["p99_ms"],
+               100 * r["share_over_rtt"], " ".join("%.1f" % s["p95_ms"] for s in r["per_stream"]),
+               r["order_ok"]))
+    o = doc["utls_streams"].get("oracle_streams")
+    if o:
+        log("%s: %-13s p50 %7.1f  p90 %7.1f  p95 %7.1f  p99 %7.1f ms  >RTT %5.1f%%  (per-stream-"
+            "order oracle, from the capture)" % (name, "oracle", o["p50_ms"], o["p90_ms"],
+                                                  o["p95_ms"], o["p99_ms"],
+                                                  100 * o["share_over_rtt"]))
+
+
+# The headline keeps the streaming experiment's traffic (bench/latency: one
+# record of one MSS every 20 ms, 100 ms RTT, 2% loss) and deals its messages
+# round-robin to 4 streams, so every segment carries one stream's message and
+# a loss hits one stream. 1422 plaintext bytes + a 4-byte sub-stream header +
+# 22 bytes of TLS 1.3 make 1448 bytes on the wire, one full segment. The
+# "dense" variant sends 4 x 300-byte messages every 20 ms (one every 5 ms):
+# each stream then sees a loss of its own about once a second, so its p95
+# falls inside its own recoveries and sub-streams gain less at p95.
+HEADLINE = {"count": 3000, "size": 1422, "interval_ms": 80.0}
+DENSE = {"count": 4000, "size": 300, "interval_ms": 20.0}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default=None, help="default BUILD/bench")
+    ap.add_argument("--bin-dir", default=None)
+    ap.add_argument("--count", type=int, default=HEADLINE["count"], help="messages in total")
+    ap.add_argument("--streams", type=int, default=4)
+    ap.add_argument("--size", type=int, default=HEADLINE["size"],
+                    help="plaintext bytes per message (default: one 1448-byte record on the "
+                         "wire with the sub-stream header)")
+    ap.add_argument("--interval", type=float, default=HEADLINE["interval_ms"],
+                    help="ms between messages of a stream (default 80: one message every 20 ms "
+                         "over the 4 streams, as in bench/latency)")
+    ap.add_argument("--rtt", type=float, default=100.0)
+    ap.add_argument("--loss", type=float, default=2.0)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--cc", default="bbr",
+                    help="the sender's TCP congestion control (default bbr, as in bench/latency: "
+                         "with cubic, 2%% loss shrinks the window until messages queue in the "
+                         "sender and every mode, the oracle included, is late)")
+    ap.add_argument("--prefix", default="sstb",
+                    help="testbed prefix; the testbeds are PREFIXtls and PREFIXust "
+                         "(PREFIXdtls and PREFIXdust for the dense variant)")
+    ap.add_argument("--no-variant", action="store_true", help="skip the dense variant")
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--json-name", default=None)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: bench/streams needs root (network namespaces, the tap)")
+        return 77
+    if a.smoke:
+        a.count, a.prefix = 200, a.prefix if a.prefix != "sstb" else "ssts"
+        a.no_variant = True
+    out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
+    bindir = a.bin_dir or os.path.join(os.path.abspath(a.build), "examples", "utls-substreams")
+    name = a.json_name or ("streams_smoke.json" if a.smoke else "streams.json")
+    rundir = os.path.join(out, "streams", "smoke" if a.smoke else "full")
+    cfg = {"count": a.count, "streams": a.streams, "size": a.size, "interval_ms": a.interval,
+           "rtt_ms": a.rtt, "loss_pct": a.loss, "seed": a.seed, "sender_cc": a.cc,
+           "record_plaintext": "size + 3..4 header bytes (utls_streams); size (tls)",
+           "note": "the streaming experiment's traffic (one message every %g ms in all) dealt "
+                   "round-robin to %d streams" % (a.interval / a.streams, a.streams)}
+    t_start = time.time()
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_signal)
+    doc = {"benchmark": "streams"}
+    doc.update(run_point(a, cfg, bindir, rundir, a.prefix))
+    headline_oracle = list(_oracle_lat)  # the variant's run replaces _oracle_lat
+    log_point("headline", doc)
+    if not a.no_variant:
+        dcfg = dict(cfg, **DENSE)
+        dcfg["note"] = ("4 x 300-byte messages every 20 ms (one every 5 ms): each stream meets a "
+                        "loss of its own about once a second, so its p95 falls inside its own "
+                        "loss recoveries")
+        ddoc = run_point(a, dcfg, bindir, os.path.join(out, "streams", "dense"), a.prefix + "d")
+        log_point("dense", ddoc)
+        doc["variants"] = {"dense": ddoc}
     doc["elapsed_s"] = round(time.time() - t_start, 1)
     path = os.path.join(out, name)
     with open(path, "w") as f:
@@ -392,7 +445,6 @@ def main():
     try:
         plot_lats = {}
         for mode in MODES:
-            res, _ = analyze(os.path.join(rundir, "%s.recv.jsonl" % mode), cfg)
             lines = [json.loads(l) for l in open(os.path.join(rundir, "%s.recv.jsonl" % mode))]
             msgs = [l for l in lines if "event" not in l and l.get("ok") == 1]
             plot_lats[mode] = {
@@ -400,24 +452,16 @@ def main():
                 "per_stream": [[(m["recv_ns"] - m["send_ns"]) / 1e6 for m in msgs if m["s"] == s]
                                for s in range(a.streams)]}
         png = os.path.join(out, "streams_smoke_cdf.png" if a.smoke else "streams_cdf.png")
-        cdf_plot(plot_lats, png, cfg)
+        cdf_plot(plot_lats, png, cfg, headline_oracle)
         log("plot %s" % png)
     except ImportError as e:
         log("no plot (%s)" % e)
     print(json.dumps({k: doc[k] for k in ("config", "ratio")}, indent=1))
-    for mode in MODES:
-        r = doc[mode]
-        log("%-13s p50 %7.1f  p90 %7.1f  p95 %7.1f  p99 %7.1f ms  >RTT %5.1f%%  per-stream p95 %s"
-            "  order_ok %s"
-            % (mode, r["p50_ms"], r["p90_ms"], r["p95_ms"], r["p99_ms"], 100 * r["share_over_rtt"],
-               " ".join("%.1f" % s["p95_ms"] for s in r["per_stream"]), r["order_ok"]))
-    o = doc["utls_streams"].get("oracle_streams")
-    if o:
-        log("%-13s p50 %7.1f  p90 %7.1f  p95 %7.1f  p99 %7.1f ms  >RTT %5.1f%%  (per-stream-order "
-            "oracle, from the capture)" % ("oracle", o["p50_ms"], o["p90_ms"], o["p95_ms"],
-                                           o["p99_ms"], 100 * o["share_over_rtt"]))
     log("wrote %s (%.0f s)" % (path, doc["elapsed_s"]))
     errs = check_structure(doc)
+    if "variants" in doc:
+        errs += ["dense: " + e for e in check_structure(dict(doc["variants"]["dense"],
+                                                              benchmark="streams"))]
     for e in errs:
         log("FAIL: " + e)
     return 1 if errs else 0
