@@ -26,6 +26,11 @@ tshark with the project's plugin:
   * a corrupted stream (non-canonical frames, a zero inside a frame, an
     oversized frame, duplicates, a truncated end) gives the expert items and
     no datagram that was not sent;
+  * the project's own C sender (UTLS_ucobs_send, through examples/utls-stream
+    --mode ucobs, with --c-sender): this file's independent receiver and
+    tshark both get every datagram, byte-identical, with utls-stream's
+    header and index in order -- the C framer, the Python codec and the
+    dissector agree on the wire format;
   * self-check: tampered expectations must make the comparison fail.
 
 tshark runs as the unprivileged user nobody with WIRESHARK_PLUGIN_DIR set to
@@ -61,6 +66,12 @@ PORT_TLS = 47011
 PORT_BAD, SPORT_BAD = 47021, 47022
 PORT_BIGFIRST, SPORT_BIGFIRST = 47031, 47032
 PORT_LOSSY, SPORT_LOSSY = 47041, 47042
+PORT_CSENDER = 47051
+# The project's own sender (examples/utls-stream --mode ucobs, i.e.
+# UTLS_ucobs_send in the fork): C_COUNT datagrams of C_SIZE bytes, larger than
+# a segment, each starting with utls-stream's header (magic "strm", index,
+# send time, length, 0; little-endian).
+C_COUNT, C_SIZE, C_MAGIC = 30, 3000, 0x6d727473
 # Every LOSS_EVERY-th data packet of the lossy session is dropped by
 # nftables at the receiver's input hook, after tcpdump on lo saw it: the
 # capture holds the lost packet and its retransmission (duplicate data, a
@@ -759,6 +770,47 @@ def cmd_run(a):
             if compare("self-check", t, c2s) is None:
                 raise Fail("self-check: the comparison accepted %s" % what)
         log("self-check: tampered expectations are rejected (%d cases)" % len(tampered))
+        # 9. The project's C sender: an independent receiver and tshark agree.
+        if a.c_sender:
+            pcap = os.path.join(work, "csender.pcap")
+            server_out = os.path.join(work, "csender-server.json")
+            cap = Capture(ns, pcap, "tcp port %d" % PORT_CSENDER)
+            try:
+                srv = start_server(ns, me + ["serve", "--port", str(PORT_CSENDER), "--out", server_out])
+                cli = subprocess.Popen(ns.argv(a.c_sender, "send", "--mode", "ucobs", "--connect",
+                                               "127.0.0.1:%d" % PORT_CSENDER, "--count", str(C_COUNT),
+                                               "--size", str(C_SIZE), "--interval", "2", "--quiet",
+                                               "--out", os.path.join(work, "csender-send.jsonl")),
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                finish(cli, "utls-stream --mode ucobs sender")
+                finish(srv, "uCOBS receiver (for the C sender)")
+            finally:
+                cap.stop()
+            with open(server_out) as f:
+                got = [bytes.fromhex(h) for h in json.load(f)["datagrams"]]
+            if len(got) != C_COUNT:
+                raise Fail("C sender: the independent receiver decoded %d datagrams, expected %d"
+                           % (len(got), C_COUNT))
+            for i, d in enumerate(got):
+                if (len(d) != C_SIZE or int.from_bytes(d[0:4], "little") != C_MAGIC
+                        or int.from_bytes(d[4:8], "little") != i
+                        or int.from_bytes(d[16:20], "little") != C_SIZE):
+                    raise Fail("C sender: datagram %d is not utls-stream's record %d of %d bytes" % (i, i, C_SIZE))
+            pk = ts.packets(pcap)
+            # Client to server: every packet not sent from the server's port.
+            c2s_pk = [p for p in pk if p[0] != PORT_CSENDER]
+            c_dgs = [bytes.fromhex(h) for p in c2s_pk for h in p[1]]
+            c_idx = [x for p in c2s_pk for x in p[2]]
+            check(compare("tshark, the C sender's datagrams", got, c_dgs))
+            if c_idx != list(range(C_COUNT)):
+                raise Fail("C sender: ucobs.index %s, expected 0..%d" % (c_idx, C_COUNT - 1))
+            experts = [e for p in pk for e in p[3]]
+            if experts:
+                raise Fail("C sender: expert items in a clean session: %s" % experts)
+            log("C sender (UTLS_ucobs_send): %d datagrams of %d bytes decoded identically by the "
+                "independent receiver and by tshark" % (C_COUNT, C_SIZE))
+        else:
+            log("C sender: not given (--c-sender), not checked")
         ok = True
         return 0
     finally:
@@ -784,6 +836,7 @@ def main():
     ap.add_argument("--key", default="")
     ap.add_argument("--raw", action="store_true", help="send/receive chunks as they are, without framing")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--c-sender", default="", help="examples/utls-stream binary (the fork's uCOBS sender)")
     a = ap.parse_args()
     if a.command != "run":
         return {"serve": cmd_serve, "send": cmd_send, "tls-serve": cmd_tls_serve, "tls-send": cmd_tls_send}[
