@@ -6,7 +6,7 @@
  *   sched_send --connect IP:PORT [--mode sched|stock] [--workload W]
  *              [--duration S] [--lowat BYTES] [--drops FILE] [--seed N]
  *              [--pacing-cap BYTES_PER_S] [--deadline-margin-ms MS] [--cc NAME]
- *              [--trace FILE]
+ *              [--trace FILE] [--window-reserve SEGMENTS]
  *              [fig2c: --hp-interval-ms MS --hp-size B --bulk-size B (0: none)]
  *              [deadline: --deadline-ms MS --frame-ms MS --frame-msgs N
  *                         --msg-size B --gop N --no-drop]
@@ -71,6 +71,7 @@ typedef struct {
     uint64_t margin_ns;
     const char *cc; /* TCP_CONGESTION, NULL: the system's */
     const char *trace_path; /* --trace: TCP state every 2 ms, for diagnosis */
+    unsigned window_reserve; /* --window-reserve: window_reserve_segs */
 } options;
 
 /* trace_tcp appends one line "t NS ca_state cwnd unacked notsent retransmits
@@ -309,6 +310,7 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
     if (o->lowat != 0)
         cfg.notsent_lowat = o->lowat;
     cfg.deadline_margin_ns = o->margin_ns;
+    cfg.window_reserve_segs = o->window_reserve;
     if (deadline && o->no_drop)
         cfg.max_bytes = 256u << 20; /* let the backlog show */
     if ((s.sch = UTLS_sched_new(ssl, &cfg)) == NULL)
@@ -362,6 +364,8 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
             if (wake > now + 5 * MS)
                 wake = now + 5 * MS;
         }
+        if (r == UTLS_SCHED_WANT_TIMER && wake > now + UTLS_SCHED_WINDOW_RECHECK_MS * MS)
+            wake = now + UTLS_SCHED_WINDOW_RECHECK_MS * MS; /* no event opens the window */
         wait_fd(fd, r == UTLS_SCHED_WANT_WRITE ? POLLOUT : r == UTLS_SCHED_WANT_READ ? POLLIN : 0,
                 wake < end ? wake : end);
     }
@@ -526,6 +530,8 @@ int main(int argc, char **argv)
             o.frame_msgs = atoi(v);
         else if (strcmp(a, "--msg-size") == 0)
             o.msg_size = (size_t)atol(v);
+        else if (strcmp(a, "--window-reserve") == 0)
+            o.window_reserve = (unsigned)atoi(v);
         else if (strcmp(a, "--trace") == 0)
             o.trace_path = v;
         else if (strcmp(a, "--cc") == 0)
