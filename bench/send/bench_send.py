@@ -79,6 +79,13 @@ class Net:
     def cmd(self, where, argv):
         if self.tb is None:
             return argv
+        if self.args.rt_prio > 0:
+            # The sender and the receiver run SCHED_FIFO below nfq-delay
+            # (priority 10): on a shared host, builds at load 10 on 2 cores
+            # otherwise delay their wake-ups by tens of milliseconds, which
+            # measures the host, not the network or the scheduler. Neither
+            # program spins: both sleep in poll() or a blocking read.
+            argv = ['chrt', '-f', str(self.args.rt_prio)] + argv
         return [self.tb, '--prefix', self.prefix, 'exec', where, '--'] + argv
 
     def down(self):
@@ -178,17 +185,20 @@ def window(trace, t0, t1):
     return trace[lo:hi]
 
 
-def cause(trace, m):
+def cause(trace, m, base_ms, rtt_ms):
     """Why an urgent message was slow, from the sender's TCP state between
     its generation and its arrival: 'probe_rtt' (the window was held at 4
-    segments), 'retransmission' (TCP retransmitted in that time: the
-    message's own segment or one ahead of it), or 'other'."""
+    segments), 'retransmission' (TCP retransmitted in that time and the
+    message came at least 90% of a round trip late: loss recovery, of its
+    own segment or one ahead of it in the kernel, costs at least one RTT),
+    or 'other' (e.g. the host's scheduling, a shorter wait in the kernel)."""
     w = window(trace, m['gen'], m['recv'])
     if not w:
         return 'no_trace'
     if any(x[2] == PROBE_RTT_CWND for x in w):
         return 'probe_rtt'
-    if w[-1][5] > w[0][5] or any(x[1] >= CA_RECOVERY for x in w):
+    late = (m['recv'] - m['gen']) / 1e6 - base_ms
+    if late >= 0.9 * rtt_ms and (w[-1][5] > w[0][5] or any(x[1] >= CA_RECOVERY for x in w)):
         return 'retransmission'
     return 'other'
 
@@ -201,7 +211,7 @@ def probe_rtt_time_share(trace):
     return round(held / (trace[-1][0] - trace[0][0]), 4)
 
 
-def urgent_stats(run, warmup_ns, target_ms=None):
+def urgent_stats(run, warmup_ns, target_ms=None, base_ms=0, rtt_ms=0):
     """Latency of the urgent (high-priority) messages made after the warm-up.
     Reports how many messages lie above each percentile, and with target_ms
     how many are above the target and why (cause())."""
@@ -221,7 +231,7 @@ def urgent_stats(run, warmup_ns, target_ms=None):
         slow = [m for m, x in zip(urg, lat) if x > target_ms]
         causes = {}
         for m in slow:
-            c = cause(trace, m)
+            c = cause(trace, m, base_ms, rtt_ms)
             causes[c] = causes.get(c, 0) + 1
         st['above_target'] = len(slow)
         st['above_target_share'] = round(len(slow) / len(lat), 4) if lat else None
@@ -269,6 +279,9 @@ def main():
     ap.add_argument('--bulk-size', type=int, default=1400)
     ap.add_argument('--seed', type=int, default=7)
     ap.add_argument('--pacing-cap-pct', type=float, default=95)
+    ap.add_argument('--rt-prio', type=int, default=5,
+                    help='SCHED_FIFO priority of the sender and receiver on the testbed '
+                         '(below nfq-delay\'s 10; 0: normal scheduling)')
     ap.add_argument('--window-reserve', type=int, default=1,
                     help='window_reserve_segs of the scheduler runs (0: off)')
     ap.add_argument('--prefix', default=os.environ.get('UTLS_TESTBED_PREFIX', 'bs7'),
@@ -292,8 +305,9 @@ def main():
         base_run = run(net, args, 'base', ['--mode', 'sched', '--bulk-size', '0'] + common)
         base = urgent_stats(base_run, warm)
         target = 1.5 * base['p50_ms'] + mss_ms
+        tctx = (target, base['p50_ms'], args.rtt)
         stock = urgent_stats(run(net, args, 'stock', ['--mode', 'stock', '--bulk-size',
-                                                      str(args.bulk_size)] + common), warm, target)
+                                                      str(args.bulk_size)] + common), warm, *tctx)
         cap = ['--pacing-cap', str(int(args.rate * 1e6 / 8 * args.pacing_cap_pct / 100))]
         plain_opts = ['--mode', 'sched', '--bulk-size', str(args.bulk_size), '--lowat',
                       str(args.lowat)] + common
@@ -301,18 +315,18 @@ def main():
         sched_opts = nocap_opts + cap
         sched_run = run(net, args, 'sched', sched_opts)
         sched_summary = sched_run[1]
-        sched = urgent_stats(sched_run, warm, target)
+        sched = urgent_stats(sched_run, warm, *tctx)
         sched['bulk_mbit_s'] = bulk_mbit_s(sched_run, args)
         # The scheduler as it was before the window reserve: BBR's ProbeRTT
         # then holds urgent messages behind bulk data for up to a round trip.
         sched_noreserve = urgent_stats(run(net, args, 'sched_noreserve', plain_opts + cap), warm,
-                                       target)
-        sched_nocap = urgent_stats(run(net, args, 'sched_nocap', nocap_opts), warm, target)
+                                       *tctx)
+        sched_nocap = urgent_stats(run(net, args, 'sched_nocap', nocap_opts), warm, *tctx)
         sched_inorder = urgent_stats(run(net, args, 'sched_inorder', sched_opts, unordered=False),
-                                     warm, target)
+                                     warm, *tctx)
         # The same with CUBIC: no ProbeRTT, but a loss-limited window.
         cubic_run = run(net, args, 'sched_cubic', sched_opts + ['--cc', 'cubic'])
-        sched_cubic = urgent_stats(cubic_run, warm, target)
+        sched_cubic = urgent_stats(cubic_run, warm, *tctx)
         sched_cubic['bulk_mbit_s'] = bulk_mbit_s(cubic_run, args)
         dl_common = ['--mode', 'sched', '--workload', 'deadline', '--duration', str(args.deadline_duration),
                      '--deadline-ms', '200', '--frame-ms', '20', '--frame-msgs', '21', '--msg-size', '1426',
