@@ -639,7 +639,9 @@ typedef enum {
  * UTLS_sched_flush drops what can no longer be useful, then writes as many
  * messages as the socket takes now: while the kernel holds fewer unsent bytes
  * than the low-water mark, the next message (highest priority, oldest first,
- * its queued dependency first) is checked against its deadline and written.
+ * its queued dependency first) is checked against its deadline and written;
+ * with window_reserve_segs, priority-0 messages also wait for room in TCP's
+ * congestion window (UTLS_SCHED_WANT_TIMER).
  * It never blocks on a non-blocking socket; on a blocking one a write may
  * wait while the kernel drains to the low-water mark. Sets |*out_written| (if
  * not NULL) to the number of messages written, and returns the state.
