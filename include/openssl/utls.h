@@ -405,6 +405,13 @@ typedef struct utls_sched_config_st {
                                   * also set as TCP_NOTSENT_LOWAT (default
                                   * 16 KiB) */
     uint64_t deadline_margin_ns; /* added to every arrival estimate (default 0) */
+    uint32_t window_reserve_segs; /* 0 (default): off. Else a priority-0
+                                  * message is written only while TCP's
+                                  * congestion window keeps this many segments
+                                  * free after it and everything unsent; while
+                                  * it waits, flush returns
+                                  * UTLS_SCHED_WANT_TIMER (see docs/sched.md,
+                                  * "The window reserve") */
 } UTLS_SCHED_CONFIG;
 
 /* UTLS_sched_config_default writes the defaults to |*out_config|. */
@@ -481,6 +488,7 @@ typedef struct utls_sched_stats_st {
                                   * (the oldest go first) */
     size_t queued_messages;      /* now waiting, the partial record included */
     size_t queued_bytes;
+    uint64_t window_waits;       /* flushes stopped by the window reserve */
 } UTLS_SCHED_STATS;
 
 /*
@@ -615,15 +623,27 @@ typedef enum {
     UTLS_SCHED_WANT_WRITE,  /* messages wait for the socket: poll for POLLOUT */
     UTLS_SCHED_WANT_READ,   /* SSL_write_ex needs to read first (handshake):
                              * poll for POLLIN */
-    UTLS_SCHED_ERROR        /* SSL_write_ex failed (SSL_get_error() says why);
+    UTLS_SCHED_ERROR,       /* SSL_write_ex failed (SSL_get_error() says why);
                              * the connection is unusable */
+    UTLS_SCHED_WANT_TIMER   /* only with window_reserve_segs: priority-0
+                             * messages wait for TCP's congestion window,
+                             * which no poll() event reports: flush again
+                             * after UTLS_SCHED_WINDOW_RECHECK_MS (or sooner,
+                             * e.g. when a new message is submitted) */
 } UTLS_SCHED_RESULT;
+
+/* UTLS_SCHED_WINDOW_RECHECK_MS: how long to wait on UTLS_SCHED_WANT_TIMER.
+ * Acknowledgements open the window; 2 ms is well below the gap between them
+ * when the window is small enough for the reserve to bind. */
+# define UTLS_SCHED_WINDOW_RECHECK_MS 2
 
 /*
  * UTLS_sched_flush drops what can no longer be useful, then writes as many
  * messages as the socket takes now: while the kernel holds fewer unsent bytes
  * than the low-water mark, the next message (highest priority, oldest first,
- * its queued dependency first) is checked against its deadline and written.
+ * its queued dependency first) is checked against its deadline and written;
+ * with window_reserve_segs, priority-0 messages also wait for room in TCP's
+ * congestion window (UTLS_SCHED_WANT_TIMER).
  * It never blocks on a non-blocking socket; on a blocking one a write may
  * wait while the kernel drains to the low-water mark. Sets |*out_written| (if
  * not NULL) to the number of messages written, and returns the state.

@@ -40,6 +40,10 @@
 /* Drop reports kept for UTLS_sched_next_drop: bounds memory when the
  * application never reads them (the oldest are discarded and counted). */
 #define UTLS_SCHED_MAX_DROP_REPORTS 1024
+/* The largest window reserve accepted, in segments. A reserve the window
+ * cannot hold throttles priority-0 messages to one record per round trip
+ * (see sched_window_full); this bounds how far a misconfiguration can go. */
+#define UTLS_SCHED_MAX_WINDOW_RESERVE 16
 /* Message ids whose fate (dropped or not) is remembered, for dependencies.
  * A dependency older than this is refused rather than guessed. */
 #define UTLS_SCHED_FATE_WINDOW 65536
@@ -239,6 +243,32 @@ static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out)
     }
     ERR_clear_last_mark();
     return 1;
+}
+
+/*
+ * sched_window_full says whether a priority-0 message of |len| bytes must
+ * wait for the window reserve: it would, with the bytes in flight and those
+ * unsent in the kernel, leave fewer than window_reserve_segs segments of
+ * TCP's congestion window free. Those are the segments a higher-priority
+ * message written later can still go out in at once, instead of queueing
+ * behind bytes that wait for acknowledgements anyway. This binds only when
+ * the window is nearly full: BBR's ProbeRTT (4 segments for 200 ms and a
+ * round trip every 10 s), loss recovery, a window-limited CUBIC. It never
+ * holds a message while nothing is in flight: then no acknowledgement would
+ * come to open the window, and the connection would stall.
+ */
+static int sched_window_full(const UTLS_SCHED *sch, const UTLS_TCP_INFO *ti, size_t len)
+{
+    uint64_t window, used;
+
+    if (sch->config.window_reserve_segs == 0 || ti->mss == 0 || ti->cwnd_segs == 0
+        || ti->bytes_in_flight == 0) {
+        return 0;
+    }
+    window = (uint64_t)ti->cwnd_segs * ti->mss;
+    used = ti->bytes_in_flight + ti->notsent_bytes + len
+           + (uint64_t)sch->config.window_reserve_segs * ti->mss;
+    return used > window;
 }
 
 /*
@@ -567,6 +597,11 @@ UTLS_SCHED *UTLS_sched_new(SSL *s, const UTLS_SCHED_CONFIG *config)
             || config->notsent_lowat > INT32_MAX)) {
         utls_raise(UTLS_R_SCHED_INVALID_CONFIG,
                    "max_messages, max_bytes and notsent_lowat must be non-zero");
+        return NULL;
+    }
+    if (config != NULL && config->window_reserve_segs > UTLS_SCHED_MAX_WINDOW_RESERVE) {
+        utls_raise(UTLS_R_SCHED_INVALID_CONFIG, "window_reserve_segs %u is over %d",
+                   config->window_reserve_segs, UTLS_SCHED_MAX_WINDOW_RESERVE);
         return NULL;
     }
     sch = OPENSSL_zalloc(sizeof(*sch));
@@ -916,6 +951,12 @@ UTLS_SCHED_RESULT UTLS_sched_flush(UTLS_SCHED *sch, size_t *out_written)
             r = UTLS_SCHED_WANT_WRITE;
             break;
         }
+        if (m->priority == 0 && have_ti && sched_window_full(sch, &ti, m->len)) {
+            /* Everything queued is priority 0 (m is the highest). */
+            sch->stats.window_waits++;
+            r = UTLS_SCHED_WANT_TIMER;
+            break;
+        }
         /* A message never goes before the message it depends on: that one
          * is pulled ahead instead (priority inheritance), so that a dropped
          * dependency can never leave a delivered dependent behind it. */
@@ -970,6 +1011,13 @@ UTLS_SCHED_RESULT UTLS_sched_drain(UTLS_SCHED *sch, int timeout_ms)
                 return r;
             }
             wait_ms = timeout_ms - (int)spent_ms;
+        }
+        if (r == UTLS_SCHED_WANT_TIMER) {
+            if (wait_ms < 0 || wait_ms > UTLS_SCHED_WINDOW_RECHECK_MS) {
+                wait_ms = UTLS_SCHED_WINDOW_RECHECK_MS;
+            }
+            (void)poll(NULL, 0, wait_ms);
+            continue;
         }
         pfd.fd = r == UTLS_SCHED_WANT_READ ? SSL_get_rfd(sch->ssl) : SSL_get_wfd(sch->ssl);
         pfd.events = r == UTLS_SCHED_WANT_READ ? POLLIN : POLLOUT;

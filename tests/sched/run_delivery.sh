@@ -5,12 +5,15 @@
 # exactly what the scheduler wrote. "testbed" runs them in the testbed's
 # sender and receiver namespaces over a lossy bottleneck (needs root and
 # tools/testbed; exits 77 to skip otherwise); "loopback" over 127.0.0.1.
+# The testbed prefix is ${UTLS_TESTBED_PREFIX:-ts7} followed by this PID.
 set -euo pipefail
 where=$1 bin=$2 work=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 tb=$top/tools/testbed/testbed
-prefix=ts7$$
+# $UTLS_TESTBED_PREFIX (default ts7) plus the PID: parallel runs never share
+# a testbed.
+prefix=${UTLS_TESTBED_PREFIX:-ts7}$$
 mkdir -p "$work"
 rm -f "$work"/recv.out "$work"/send.out "$work"/drops "$work"/ready
 run_snd() { "$@"; }

@@ -138,6 +138,7 @@ int main(int argc, char **argv)
     char path[512];
 #ifdef SCHED_RECV_UTLS
     UTLS_TAP_LISTENER *tl = NULL;
+    uint64_t start = 0, next_stats = 0;
 #endif
 
     memset(&st, 0, sizeof(st));
@@ -239,6 +240,10 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "sched_recv: %s %s%s\n", SSL_get_version(ssl), SSL_get_cipher_name(ssl),
             unordered ? " unordered" : "");
+#ifdef SCHED_RECV_UTLS
+    start = sw_now_ns();
+    next_stats = start + 10000000000ull;
+#endif
 
     for (;;) {
         size_t n = 0;
@@ -255,6 +260,20 @@ int main(int argc, char **argv)
 #endif
             ok = SSL_read_ex(ssl, buf, sizeof(buf), &n);
         t = sw_now_ns();
+#ifdef SCHED_RECV_UTLS
+        if (unordered && t >= next_stats) {
+            /* Every 10 s: whether, and from how many bytes on, the
+             * out-of-order side drops (see docs/sched.md, MEASUREMENTS). */
+            UTLS_STATS us;
+
+            if (UTLS_get_stats(ssl, &us))
+                fprintf(stderr, "sched_recv: t=%llus bytes=%llu out_of_order=%llu "
+                        "bytes_dropped=%llu\n", (unsigned long long)((t - start) / 1000000000u),
+                        (unsigned long long)st.bytes, (unsigned long long)us.records_out_of_order,
+                        (unsigned long long)us.bytes_dropped);
+            next_stats = t + 10000000000ull;
+        }
+#endif
         if (!ok) {
             int e = SSL_get_error(ssl, 0);
 

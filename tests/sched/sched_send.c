@@ -6,6 +6,7 @@
  *   sched_send --connect IP:PORT [--mode sched|stock] [--workload W]
  *              [--duration S] [--lowat BYTES] [--drops FILE] [--seed N]
  *              [--pacing-cap BYTES_PER_S] [--deadline-margin-ms MS] [--cc NAME]
+ *              [--trace FILE] [--window-reserve SEGMENTS]
  *              [fig2c: --hp-interval-ms MS --hp-size B --bulk-size B (0: none)]
  *              [deadline: --deadline-ms MS --frame-ms MS --frame-msgs N
  *                         --msg-size B --gop N --no-drop]
@@ -69,7 +70,35 @@ typedef struct {
     uint64_t pacing_cap; /* bytes/s, 0: none */
     uint64_t margin_ns;
     const char *cc; /* TCP_CONGESTION, NULL: the system's */
+    const char *trace_path; /* --trace: TCP state every 2 ms, for diagnosis */
+    unsigned window_reserve; /* --window-reserve: window_reserve_segs */
 } options;
+
+/* trace_tcp appends one line "t NS ca_state cwnd unacked notsent retransmits
+ * total_retrans pacing_rate delivery_rate srtt_us" to f, at most every 2 ms:
+ * the benchmark joins it with the urgent messages' latencies to say where a
+ * slow one waited (loss recovery, a small window, unsent bytes). */
+static void trace_tcp(FILE *f, int fd, uint64_t now)
+{
+    static uint64_t last;
+    struct tcp_info ti; /* glibc's: for tcpi_ca_state */
+    socklen_t len = sizeof(ti);
+    UTLS_TCP_INFO u;
+
+    if (f == NULL || now - last < 2000000u)
+        return;
+    last = now;
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || !UTLS_tcp_get_info(fd, &u))
+        return;
+    fprintf(f, "t %llu %u %u %u %llu %u %llu %llu %llu %u\n", (unsigned long long)now,
+            ti.tcpi_ca_state, u.cwnd_segs, u.unacked_segs, (unsigned long long)u.notsent_bytes,
+            ti.tcpi_retransmits,
+            (unsigned long long)u.total_retrans, (unsigned long long)u.pacing_rate,
+            (unsigned long long)u.delivery_rate, u.srtt_us);
+}
+
+static FILE *trace_file;
 
 static uint64_t rnd_state = 88172645463325252ull;
 
@@ -281,6 +310,7 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
     if (o->lowat != 0)
         cfg.notsent_lowat = o->lowat;
     cfg.deadline_margin_ns = o->margin_ns;
+    cfg.window_reserve_segs = o->window_reserve;
     if (deadline && o->no_drop)
         cfg.max_bytes = 256u << 20; /* let the backlog show */
     if ((s.sch = UTLS_sched_new(ssl, &cfg)) == NULL)
@@ -322,6 +352,7 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
             wake = next_mix;
         }
         r = UTLS_sched_flush(s.sch, NULL);
+        trace_tcp(trace_file, fd, sw_now_ns());
         collect_drops(&s);
         if (r == UTLS_SCHED_ERROR)
             die("UTLS_sched_flush");
@@ -333,6 +364,8 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
             if (wake > now + 5 * MS)
                 wake = now + 5 * MS;
         }
+        if (r == UTLS_SCHED_WANT_TIMER && wake > now + UTLS_SCHED_WINDOW_RECHECK_MS * MS)
+            wake = now + UTLS_SCHED_WINDOW_RECHECK_MS * MS; /* no event opens the window */
         wait_fd(fd, r == UTLS_SCHED_WANT_WRITE ? POLLOUT : r == UTLS_SCHED_WANT_READ ? POLLIN : 0,
                 wake < end ? wake : end);
     }
@@ -417,6 +450,7 @@ static void run_stock(options *o, SSL *ssl, int fd)
             }
             die("SSL_write_ex");
         }
+        trace_tcp(trace_file, fd, sw_now_ns());
         wait_fd(fd, ev, next_hp < end ? next_hp : end);
     }
     /* Finish the message in progress; the kernel sends the rest. */
@@ -496,6 +530,10 @@ int main(int argc, char **argv)
             o.frame_msgs = atoi(v);
         else if (strcmp(a, "--msg-size") == 0)
             o.msg_size = (size_t)atol(v);
+        else if (strcmp(a, "--window-reserve") == 0)
+            o.window_reserve = (unsigned)atoi(v);
+        else if (strcmp(a, "--trace") == 0)
+            o.trace_path = v;
         else if (strcmp(a, "--cc") == 0)
             o.cc = v;
         else if (strcmp(a, "--deadline-margin-ms") == 0)
@@ -518,6 +556,8 @@ int main(int argc, char **argv)
     if (o.drops_path != NULL && (drops = fopen(o.drops_path, "w")) == NULL)
         die("cannot open --drops");
 
+    if (o.trace_path != NULL && (trace_file = fopen(o.trace_path, "w")) == NULL)
+        die("cannot open --trace");
     fd = connect_to(o.connect_to, o.cc);
     if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL || (ssl = SSL_new(ctx)) == NULL)
         die("SSL_new");
@@ -558,6 +598,8 @@ int main(int argc, char **argv)
     }
     if (drops != NULL)
         fclose(drops);
+    if (trace_file != NULL)
+        fclose(trace_file);
     SSL_free(ssl);
     SSL_CTX_free(ctx);
     close(fd);

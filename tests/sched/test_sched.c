@@ -675,6 +675,85 @@ static void test_sched_limits(void **state)
     expect_no_drop(f);
 }
 
+/* The window reserve: priority-0 messages leave window_reserve_segs segments
+ * of the congestion window free (BBR's ProbeRTT: 4 segments), so a later
+ * urgent message goes out at once; it never holds while nothing is in flight,
+ * and is off by default. */
+static void test_sched_window_reserve(void **state)
+{
+    fixture *f = *state;
+    UTLS_SCHED_CONFIG cfg;
+    UTLS_SCHED_MSG lo = prio(0), hi = prio(1);
+    UTLS_SCHED_STATS st;
+    size_t n;
+
+    UTLS_sched_config_default(&cfg);
+    cfg.window_reserve_segs = 17; /* over UTLS_SCHED_MAX_WINDOW_RESERVE */
+    assert_null(UTLS_sched_new(f->c, &cfg));
+    expect_error(UTLS_R_SCHED_INVALID_CONFIG);
+    assert_int_equal(cfg.notsent_lowat, 16384);
+    UTLS_sched_config_default(&cfg);
+    assert_int_equal(cfg.window_reserve_segs, 0);
+
+    /* Off by default: a full window holds nothing back. */
+    sched_for(f, NULL);
+    f->ti.mss = 1000;
+    f->ti.cwnd_segs = 4;
+    f->ti.bytes_in_flight = 4000;
+    submit(f, "bulk0", &lo);
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(n, 1);
+    expect(f, "bulk0", NULL);
+    UTLS_sched_free(f->sch);
+
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    /* 3 segments in flight of 4: a 5-byte message would use the reserve. */
+    f->ti.bytes_in_flight = 3000;
+    submit(f, "bulk1", &lo);
+    submit(f, "bulk2-long", &lo); /* 10 bytes: 5 more than the room left below */
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(n, 0);
+    /* An urgent message is not held: it is what the reserve is for. */
+    submit(f, "urgent", &hi);
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(n, 1);
+    expect(f, "urgent", NULL);
+    /* Unsent kernel bytes count against the window like bytes in flight. */
+    f->ti.bytes_in_flight = 2000;
+    f->ti.notsent_bytes = 996;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(n, 0);
+    f->ti.notsent_bytes = 995; /* 2000 + 995 + 5 + 1000 = the window */
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(n, 1);
+    expect(f, "bulk1", NULL);
+    /* Nothing in flight: no acknowledgement would open the window, so the
+     * reserve never stalls the connection (a window of 1 after a timeout). */
+    f->ti.cwnd_segs = 1;
+    f->ti.bytes_in_flight = 0;
+    f->ti.notsent_bytes = 0;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(n, 1);
+    expect(f, "bulk2-long", NULL);
+    assert_int_equal(UTLS_sched_get_stats(f->sch, &st), 1);
+    assert_int_equal(st.window_waits, 4);
+    assert_int_equal(st.written, 3);
+    /* Without a window (not reported), nothing is held. */
+    f->ti.cwnd_segs = 0;
+    f->ti.bytes_in_flight = 5000;
+    submit(f, "bulk3", &lo);
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk3", NULL);
+    /* drain waits out UTLS_SCHED_WANT_TIMER and gives up at its timeout. */
+    f->ti.cwnd_segs = 4;
+    submit(f, "bulk4", &lo);
+    assert_int_equal(UTLS_sched_drain(f->sch, 5), UTLS_SCHED_WANT_TIMER);
+    f->ti.bytes_in_flight = 1000;
+    assert_int_equal(UTLS_sched_drain(f->sch, 5), UTLS_SCHED_IDLE);
+    expect(f, "bulk4", NULL);
+}
+
 static void test_sched_oversize_and_bad_messages(void **state)
 {
     fixture *f = *state;
@@ -816,6 +895,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sched_dependencies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_dependency_pulls_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sched_window_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_oversize_and_bad_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_substream_tagging, setup, teardown),
         cmocka_unit_test(test_sched_tcp_info_and_control),
