@@ -289,9 +289,7 @@ def main():
                     help='seconds per Figure 2(c) connection')
     ap.add_argument('--connections', type=int, default=3,
                     help='connections per Figure 2(c) configuration (3 x 40 s: about 1140 '
-                         'urgent messages, 11 above p99). Not one long connection: the '
-                         'unordered receiver stops delivering out of order after about 64 MiB '
-                         'of stream (docs/sched.md)')
+                         'urgent messages, 11 above p99)')
     ap.add_argument('--deadline-duration', type=float, default=30)
     ap.add_argument('--rtt', type=float, default=60)
     ap.add_argument('--loss', type=float, default=0.5)
