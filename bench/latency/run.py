@@ -535,7 +535,7 @@ def demo(setup, a, t_start):
     print("over %g ms RTT with %g%% random loss (seed %d, sender TCP: %s), in namespaces"
           % (a.rtt, a.loss, a.seed, a.cc))
     print("sender -> router -> receiver;")
-    print("the three modes ran at the same time, each on a testbed of its own.")
+    print("the %d modes ran at the same time, each on a testbed of its own." % len(MODES))
     print()
     print(table(doc))
     print()
