@@ -1009,6 +1009,7 @@ static void seal_shuffled(size_t num, double loss, uint64_t seed)
     lossy_params lp;
     lossy_rng rng;
     pair p;
+    UTLS_STATS st;
     uint32_t idx = 1;
 
     seal_ready(&p, num + 1);
@@ -1053,8 +1054,13 @@ static void seal_shuffled(size_t num, double loss, uint64_t seed)
     assert_int_equal(p.got, num + 1); /* every message exactly once */
     for (size_t i = 0; i <= num; i++)
         assert_true(p.seen[i]);
-    printf("[ern-seal] %s%s loss %.2f: %zu records, %zu written out of sequence\n",
-           g_tls12 != NULL ? g_tls12 : "TLS 1.3", g_mte ? " (MtE)" : "", loss, num, out_of_seq);
+    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    if (loss > 0) /* delivered early past holes, then skipped in order */
+        assert_true(st.records_out_of_order > 0 && st.records_skipped > 0);
+    printf("[ern-seal] %s%s loss %.2f: %zu records, %zu written out of sequence, "
+           "%llu delivered past a hole\n",
+           g_tls12 != NULL ? g_tls12 : "TLS 1.3", g_mte ? " (MtE)" : "", loss, num, out_of_seq,
+           (unsigned long long)st.records_out_of_order);
     free_pair(&p);
 }
 
