@@ -921,7 +921,8 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
         /* The first numbered record, or a new key: numbers restart here. */
         c->ern_rxw_valid = 1;
         c->ern_rx_next = ctr;
-        c->ern_rx_seen = 0;
+        /* Every number below was taken by a record already processed. */
+        c->ern_rx_seen = ~(uint64_t)0;
     }
     c->ern_rx_checked = 1;
     k = &c->ern_cur;
@@ -931,27 +932,36 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     c->stats.ern_block_checks++;
     if (utls_ern_block_matches(k, wire, wire_len, ctr))
         return 1;
-    /* Ahead of the highest number seen, then the unseen ones behind it. */
-    for (n = ctr + 1; n < ctr + w && n > ctr; n++) {
-        c->stats.ern_block_checks++;
-        if (utls_ern_block_matches(k, wire, wire_len, n)) {
-            set_read_seq(s, n);
-            return 1;
+    /*
+     * Nearest first: ahead of the highest number seen (top = ctr - 1), and
+     * the unseen numbers behind it, by distance. A sender that reorders
+     * within a short span pays a few block tests, not a window's worth.
+     */
+    for (i = 0; i < (int)w; i++) {
+        n = ctr + (uint64_t)i;
+        if (i > 0 && n > ctr) {
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+        if ((uint64_t)i < ctr && ((c->ern_rx_seen >> i) & 1) == 0) {
+            n = ctr - 1 - (uint64_t)i;
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
         }
     }
+    /* A number seen before: the same record again. Tested only now, so
+     * that an honest sender never pays for it. */
     for (i = 0; i < (int)w && (uint64_t)i < ctr; i++) {
-        n = ctr - 1 - (uint64_t)i;
-        c->stats.ern_block_checks++;
-        if (!utls_ern_block_matches(k, wire, wire_len, n))
+        if (((c->ern_rx_seen >> i) & 1) == 0)
             continue;
-        if ((c->ern_rx_seen >> i) & 1) {
-            /* An authenticated number seen before: the same record again. */
+        n = ctr - 1 - (uint64_t)i;
+        if (utls_ern_block_matches(k, wire, wire_len, n)) {
             utls_raise(UTLS_R_ERN_REPLAY, "record number %llu", (unsigned long long)n);
             SSLfatal_alert(s, SSL_AD_DECODE_ERROR);
             return 0;
         }
-        set_read_seq(s, n);
-        return 1;
     }
     /*
      * No number in the window. Records without a number (TLS 1.3 handshake
@@ -968,6 +978,9 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
         if (utls_ern_block_matches(k, wire, wire_len, n))
             goto outside;
     }
+    return 1;
+found:
+    set_read_seq(s, n);
     return 1;
 outside:
     utls_raise(UTLS_R_ERN_OUT_OF_WINDOW, "record number %llu, highest seen + 1 = %llu",
