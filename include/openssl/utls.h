@@ -171,10 +171,9 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len);
 
 /*
  * UTLS_ern_drop abandons the sealed, unwritten record numbered |number|: it
- * is never written and the receiver sees a gap, which it tolerates. Returns
- * 1, or 0: UTLS_R_ERN_NOT_SEALED, UTLS_R_ERN_WINDOW (dropping the last sealed
- * record would put the next number UTLS_ERN_REORDER_WINDOW or more above the
- * highest written one: write it instead).
+ * is never written and the receiver sees a gap, which it tolerates. The most
+ * recently sealed record cannot be dropped (write it, or seal another and
+ * write that). Returns 1, or 0: UTLS_R_ERN_NOT_SEALED, UTLS_R_ERN_DROP_LAST.
  */
 int UTLS_ern_drop(SSL *s, uint64_t number);
 
@@ -955,6 +954,7 @@ int UTLS_ucobs_get_stats(const UTLS_UCOBS *u, UTLS_UCOBS_STATS *out_stats);
 # define UTLS_R_ERN_STALE          176 /* the key or sequence moved since sealing */
 # define UTLS_R_ERN_REPLAY         177 /* the peer sent a record number twice */
 # define UTLS_R_ERN_OUT_OF_WINDOW  178 /* the peer's number is outside the window */
+# define UTLS_R_ERN_DROP_LAST      179 /* the most recently sealed record is written */
 
 /* UTLS_get_lib returns the error library number of uTLS's errors. */
 int UTLS_get_lib(void);

@@ -867,12 +867,15 @@ int UTLS_ern_drop(SSL *s, uint64_t number)
         utls_raise(UTLS_R_ERN_NOT_SEALED, "number %llu", (unsigned long long)number);
         return 0;
     }
-    /* Without a sealed record left, the next record gets ern_seal_next: it
-     * must stay within the window above the highest written. */
-    if (c->ern_num_sealed == 1
-        && c->ern_seal_next >= c->ern_tx_top_next + UTLS_ERN_REORDER_WINDOW) {
-        utls_raise(UTLS_R_ERN_WINDOW, "dropping %llu leaves a gap the peer cannot cross",
-                   (unsigned long long)number);
+    /*
+     * The most recently sealed record is always written: then, once no sealed
+     * record is left, the next record of any kind (application data, and
+     * also a KeyUpdate, ticket or alert, which carry no number) has the
+     * number after the peer's highest, the one it counts; and the next
+     * number never runs ahead of the window.
+     */
+    if (number + 1 == c->ern_seal_next) {
+        utls_raise(UTLS_R_ERN_DROP_LAST, "number %llu", (unsigned long long)number);
         return 0;
     }
     OPENSSL_cleanse(&c->ern_slot[slot], sizeof(c->ern_slot[slot]));
