@@ -1007,6 +1007,11 @@ static void to_server(pair *p)
 
 /* seal_shuffled: |num| messages sealed in batches of 1..48 records, each
  * batch written in a random order; the server delivers each exactly once. */
+/* Block tests per record for --seal --json: [0] written in sequence order,
+ * [1] shuffled; TLS 1.3, no loss. */
+static double g_seal_btpr[2];
+static int g_seal_no_shuffle;
+
 static void seal_shuffled(size_t num, double loss, uint64_t seed)
 {
     static sealed_rec batch[48];
@@ -1035,7 +1040,7 @@ static void seal_shuffled(size_t num, double loss, uint64_t seed)
                 assert_int_equal(batch[i].number, batch[i - 1].number + 1);
             order[i] = i;
         }
-        for (i = k; i > 1; i--) { /* Fisher-Yates */
+        for (i = k; i > 1 && !g_seal_no_shuffle; i--) { /* Fisher-Yates */
             j = (size_t)lossy_rng_below(&rng, i);
             t = order[i - 1];
             order[i - 1] = order[j];
@@ -1053,13 +1058,21 @@ static void seal_shuffled(size_t num, double loss, uint64_t seed)
     if (p.net != NULL)
         assert_true(lossy_finish(p.net));
     read_all(&p);
-    assert_true(out_of_seq > num / 2); /* the order really was shuffled */
+    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    if (g_seal_no_shuffle) {
+        assert_int_equal(out_of_seq, 0);
+        /* The window's trivial case: one block test per numbered record. */
+        assert_int_equal(st.ern_block_checks, num);
+    } else {
+        assert_true(out_of_seq > num / 2); /* the order really was shuffled */
+    }
     assert_false(p.fatal);
     assert_int_equal(p.bad, 0);
     assert_int_equal(p.got, num + 1); /* every message exactly once */
     for (size_t i = 0; i <= num; i++)
         assert_true(p.seen[i]);
-    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    if (g_tls12 == NULL && loss == 0 && !g_plain_server)
+        g_seal_btpr[g_seal_no_shuffle ? 0 : 1] = (double)st.ern_block_checks / (double)num;
     if (loss > 0) /* delivered early past holes, then skipped in order */
         assert_true(st.records_out_of_order > 0 && st.records_skipped > 0);
     printf("[ern-seal] %s%s loss %.2f: %zu records, %zu written out of sequence, "
@@ -1086,6 +1099,10 @@ static void seal_each_version(void (*fn)(void))
 
 static void shuffled_inorder(void)
 {
+    /* The baseline: the same records written in sequence order. */
+    g_seal_no_shuffle = 1;
+    seal_shuffled(600, 0, 0x5ea1);
+    g_seal_no_shuffle = 0;
     seal_shuffled(600, 0, 0x5ea1);
     g_plain_server = 1;
     seal_shuffled(300, 0, 0x5ea3);
@@ -1467,8 +1484,24 @@ int main(int argc, char **argv)
     int r;
 
     /* --seal: out-of-sequence sending (ctest ern.seal) */
-    if (argc == 2 && strcmp(argv[1], "--seal") == 0)
-        return cmocka_run_group_tests_name("ern_seal", seal_tests, setup, teardown);
+    if (argc >= 2 && strcmp(argv[1], "--seal") == 0) {
+        r = cmocka_run_group_tests_name("ern_seal", seal_tests, setup, teardown);
+        if (argc == 4 && strcmp(argv[2], "--json") == 0 && r == 0) {
+            FILE *f = fopen(argv[3], "w");
+
+            if (f == NULL)
+                return 1;
+            /* One run, side by side: the receiver's one-block tests per
+             * record when the sender writes sealed records in sequence order
+             * and when it shuffles batches of 1..48 (TLS 1.3, no loss). */
+            fprintf(f, "{\"ern_seal_block_tests_per_record\": {\"in_sequence\": %.4f, "
+                       "\"shuffled\": %.4f, \"ratio_shuffled_to_in_sequence\": %.4f}}\n",
+                    g_seal_btpr[0], g_seal_btpr[1],
+                    g_seal_btpr[0] > 0 ? g_seal_btpr[1] / g_seal_btpr[0] : 0.0);
+            fclose(f);
+        }
+        return r;
+    }
     r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
 
     if (argc == 3 && strcmp(argv[1], "--json") == 0 && r == 0) {
