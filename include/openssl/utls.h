@@ -125,6 +125,61 @@ unsigned int UTLS_ern_status(const SSL *s);
  */
 int UTLS_ern_flush(SSL *s);
 
+/*-
+ * Out-of-sequence sending under explicit record numbers (docs/ern.md, "Sending
+ * out of sequence order"). Only while this endpoint's records carry numbers
+ * (UTLS_ERN_TX); otherwise every call fails with UTLS_R_ERN_NOT_ON.
+ *
+ * UTLS_ERN_REORDER_WINDOW bounds how far apart the numbers of records sealed
+ * but not yet written may be, and how far the receiver looks ahead of and
+ * behind the highest number it has seen: it bounds the receiver's candidate
+ * tests per record and its replay bitmap (one 64-bit word).
+ */
+# define UTLS_ERN_REORDER_WINDOW 64
+/* UTLS_ERN_SEAL_OVERHEAD: a sealed record is at most its content + this. */
+# define UTLS_ERN_SEAL_OVERHEAD 128
+/* UTLS_ERN_SEAL_MAX_CONTENT: the most content one sealed record holds. */
+# define UTLS_ERN_SEAL_MAX_CONTENT (16384 - 8)
+
+/*
+ * UTLS_ern_seal encrypts |len| bytes of |buf| (1 to UTLS_ERN_SEAL_MAX_CONTENT)
+ * as one application-data record with the next record number, writes the
+ * whole record (header included) to |out| (|out_cap| bytes, at least |len| +
+ * UTLS_ERN_SEAL_OVERHEAD) and sets |*out_len| and |*out_number|. Nothing is
+ * written to the connection: UTLS_ern_write_sealed() does that, in any order,
+ * once per record; UTLS_ern_drop() abandons one. The caller owns |out|.
+ * Returns 1, or 0 with nothing consumed: UTLS_R_ERN_NOT_ON, UTLS_R_ERN_BAD_ARGUMENT,
+ * UTLS_R_ERN_WRITE_PENDING (a write must be completed first),
+ * UTLS_R_ERN_WINDOW (the number would be UTLS_ERN_REORDER_WINDOW or more
+ * above the lowest sealed unwritten record, or above the highest written).
+ */
+int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_t out_cap,
+                  size_t *out_len, uint64_t *out_number);
+
+/*
+ * UTLS_ern_write_sealed writes the sealed record |rec| (|len| bytes, as
+ * UTLS_ern_seal() gave it) to the connection. Returns 1 when all of it was
+ * written; 0 or -1 when the BIO took only part or none (SSL_get_error():
+ * SSL_ERROR_WANT_WRITE; call again with the same record before anything
+ * else is written) or on an error: UTLS_R_ERN_NOT_SEALED (never sealed, or
+ * already written or dropped: a record is written at most once),
+ * UTLS_R_ERN_WRITE_PENDING (another write is pending), UTLS_R_ERN_STALE (the
+ * key or the write sequence changed since it was sealed: all sealed records
+ * are void).
+ */
+int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len);
+
+/*
+ * UTLS_ern_drop abandons the sealed, unwritten record numbered |number|: it
+ * is never written and the receiver sees a gap, which it tolerates. The most
+ * recently sealed record cannot be dropped (write it, or seal another and
+ * write that). Returns 1, or 0: UTLS_R_ERN_NOT_SEALED, UTLS_R_ERN_DROP_LAST.
+ */
+int UTLS_ern_drop(SSL *s, uint64_t number);
+
+/* UTLS_ern_num_sealed returns how many sealed records are not yet written. */
+size_t UTLS_ern_num_sealed(const SSL *s);
+
 /* UTLS_RECORD_INFO describes one delivered record. */
 typedef struct utls_record_info_st {
     uint64_t seq;            /* TLS record sequence number within its key */
@@ -909,6 +964,17 @@ int UTLS_ucobs_get_stats(const UTLS_UCOBS *u, UTLS_UCOBS_STATS *out_stats);
 # define UTLS_R_STREAM_SEQ_EXHAUSTED     159 /* the stream sent UTLS_STREAM_MAX_SEQ + 1 */
 # define UTLS_R_STREAM_FAILED            160 /* an earlier error failed the layer */
 # define UTLS_R_STREAM_BUSY              161 /* held messages or a pending write */
+/* Explicit record numbers, out-of-sequence sending (170..189). */
+# define UTLS_R_ERN_NOT_ON         170 /* this direction's records carry no numbers */
+# define UTLS_R_ERN_BAD_ARGUMENT   171 /* empty or oversized content, small buffer */
+# define UTLS_R_ERN_WINDOW         172 /* a number outside UTLS_ERN_REORDER_WINDOW */
+# define UTLS_R_ERN_NOT_SEALED     173 /* not a sealed unwritten record (replay) */
+# define UTLS_R_ERN_WRITE_PENDING  174 /* another write must be completed first */
+# define UTLS_R_ERN_SEALED_PENDING 175 /* sealed records unwritten: write refused */
+# define UTLS_R_ERN_STALE          176 /* the key or sequence moved since sealing */
+# define UTLS_R_ERN_REPLAY         177 /* the peer sent a record number twice */
+# define UTLS_R_ERN_OUT_OF_WINDOW  178 /* the peer's number is outside the window */
+# define UTLS_R_ERN_DROP_LAST      179 /* the most recently sealed record is written */
 
 /* UTLS_get_lib returns the error library number of uTLS's errors. */
 int UTLS_get_lib(void);

@@ -301,10 +301,18 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
 
 int utls_hook_write_bytes(SSL *s)
 {
+    utls_conn *c = s->utls;
+
     /* Nothing to send on its own: an owed accept or switch travels in front
      * of the next application record (utls_hook_write_prefix), so that the
      * record count on the wire is what stock OpenSSL would send. */
-    (void)s;
+    if (c != NULL && (c->ern_num_sealed > 0 || c->ern_wpending)) {
+        /* Its record would take a number above the sealed ones and the
+         * write buffer may hold a partly written sealed record. */
+        utls_raise(UTLS_R_ERN_SEALED_PENDING, "%zu sealed records unwritten",
+                   c->ern_num_sealed);
+        return -1;
+    }
     return 1;
 }
 
@@ -345,6 +353,8 @@ int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *
     put_be64(ern, get_be64(seq) + pipe);
     if (!WPACKET_memcpy(pkt, ern, sizeof(ern)))
         return 0;
+    if (!c->ern_sealing) /* written now, in sequence (UTLS_ern_seal: later) */
+        c->ern_tx_top_next = get_be64(seq) + pipe + 1;
     *out_len += sizeof(ern);
     c->stats.ern_records_sent++;
     return 1;
@@ -644,4 +654,370 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
         for (i = 0; i < UTLS_ERN_LEN; i++)
             ks[i] ^= wire[pt_off + i];
     return CRYPTO_memcmp(ks, want, UTLS_ERN_LEN) == 0;
+}
+
+/* --- Sending out of sequence order (docs/ern.md) ---------------------------- */
+
+/*
+ * Window rules (docs/ern.md, "Sending out of sequence order"). The receiver
+ * accepts a number n if UTLS_ERN_REORDER_WINDOW > n - top > -UTLS_ERN_REORDER_WINDOW
+ * (top: the highest number it has seen) and n was not seen. The sender keeps
+ * every record it writes inside that: a number m is sealed only if
+ *   m < lowest sealed unwritten + UTLS_ERN_REORDER_WINDOW   (not too far behind
+ *                                              what may be written after it), and
+ *   m < highest written + 1 + UTLS_ERN_REORDER_WINDOW        (not too far ahead).
+ * The highest written only grows, so both still hold when the record is
+ * written later.
+ */
+
+/* ern_seal_low: the lowest sealed unwritten number, or |dflt| if none. */
+static uint64_t ern_seal_low(const utls_conn *c, uint64_t dflt)
+{
+    uint64_t low = dflt;
+    size_t i;
+
+    for (i = 0; i < UTLS_ERN_REORDER_WINDOW; i++)
+        if (c->ern_slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern_slot[i].number < low)
+            low = c->ern_slot[i].number;
+    return low;
+}
+
+static void ern_slots_clear(utls_conn *c)
+{
+    OPENSSL_cleanse(c->ern_slot, sizeof(c->ern_slot));
+    c->ern_num_sealed = 0;
+    c->ern_wpending = 0;
+}
+
+/* ern_tx_usable: this direction's numbers are on and nothing stops sealing. */
+static utls_conn *ern_tx_usable(SSL *s)
+{
+    utls_conn *c = s != NULL ? s->utls : NULL;
+
+    if (c == NULL || !c->ern_tx || c->ern_token_due != 0 || SSL_in_init(s)
+        || (s->wbio != NULL && BIO_get_ktls_send(s->wbio))) {
+        utls_raise(UTLS_R_ERN_NOT_ON, "UTLS_ERN_TX is off (status 0x%x)",
+                   s != NULL ? UTLS_ern_status(s) : 0);
+        return NULL;
+    }
+    return c;
+}
+
+int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_t out_cap,
+                  size_t *out_len, uint64_t *out_number)
+{
+    utls_conn *c;
+    SSL3_BUFFER *wb;
+    uint64_t m;
+    size_t written = 0, pipelen = len, slot;
+    int r;
+
+    if ((c = ern_tx_usable(s)) == NULL)
+        return 0;
+    if (buf == NULL || out == NULL || out_len == NULL || out_number == NULL || len == 0
+        || len > UTLS_ERN_SEAL_MAX_CONTENT || len + UTLS_ERN_LEN > ssl_get_max_send_fragment(s)
+        || out_cap < len + UTLS_ERN_SEAL_OVERHEAD) {
+        utls_raise(UTLS_R_ERN_BAD_ARGUMENT, "content %zu bytes, buffer %zu", len, out_cap);
+        return 0;
+    }
+    if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern_wpending) {
+        utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
+        return 0;
+    }
+    m = get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
+    if (c->ern_num_sealed == 0 && m < c->ern_tx_top_next)
+        c->ern_tx_top_next = m; /* a new key: its numbers restart at 0 */
+    if (c->ern_num_sealed > 0 && m != c->ern_seal_next) {
+        /* Something else was written after the last seal (a KeyUpdate,
+         * renegotiation, an alert): the sealed records cannot be written. */
+        ern_slots_clear(c);
+        utls_raise(UTLS_R_ERN_STALE, "write sequence %llu, sealed up to %llu",
+                   (unsigned long long)m, (unsigned long long)c->ern_seal_next);
+        return 0;
+    }
+    if (m - ern_seal_low(c, m) >= UTLS_ERN_REORDER_WINDOW
+        || m >= c->ern_tx_top_next + UTLS_ERN_REORDER_WINDOW || m == UINT64_MAX) {
+        utls_raise(UTLS_R_ERN_WINDOW, "number %llu: write or drop older sealed records first",
+                   (unsigned long long)m);
+        return 0;
+    }
+    slot = (size_t)(m % UTLS_ERN_REORDER_WINDOW);
+    if (c->ern_slot[slot].state != UTLS_ERN_SLOT_FREE) { /* excluded by the window */
+        utls_raise(UTLS_R_ERN_WINDOW, "slot of %llu in use", (unsigned long long)m);
+        return 0;
+    }
+    /*
+     * do_ssl3_write() with |create_empty_fragment| builds one record in the
+     * write buffer and returns without writing it (OpenSSL uses this for
+     * its CBC empty fragments). The record number goes in front of the
+     * content through utls_hook_write_prefix, as for any record.
+     */
+    c->ern_sealing = 1;
+    r = do_ssl3_write(s, SSL3_RT_APPLICATION_DATA, buf, &pipelen, 1, 1, &written);
+    c->ern_sealing = 0;
+    if (r <= 0)
+        return 0; /* SSLfatal() already called */
+    wb = &s->rlayer.wbuf[0];
+    if (written < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL || written > out_cap
+        || get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != m + 1) {
+        SSLfatal(s, SSL_AD_INTERNAL_ERROR, ERR_R_INTERNAL_ERROR);
+        return 0;
+    }
+    memcpy(out, SSL3_BUFFER_get_buf(wb) + SSL3_BUFFER_get_offset(wb), written);
+    SSL3_BUFFER_set_offset(wb, 0);
+    SSL3_BUFFER_set_left(wb, 0);
+    c->ern_slot[slot].state = UTLS_ERN_SLOT_SEALED;
+    c->ern_slot[slot].number = m;
+    c->ern_slot[slot].len = written;
+    memcpy(c->ern_slot[slot].tail, out + written - UTLS_ERN_SEAL_TAIL, UTLS_ERN_SEAL_TAIL);
+    c->ern_num_sealed++;
+    c->ern_seal_next = m + 1;
+    *out_len = written;
+    *out_number = m;
+    return 1;
+}
+
+/* ern_find_sealed: the slot holding sealed record |rec|, or -1. */
+static int ern_find_sealed(const utls_conn *c, const unsigned char *rec, size_t len)
+{
+    size_t i;
+
+    if (rec == NULL || len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL)
+        return -1;
+    for (i = 0; i < UTLS_ERN_REORDER_WINDOW; i++)
+        if (c->ern_slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern_slot[i].len == len
+            && memcmp(c->ern_slot[i].tail, rec + len - UTLS_ERN_SEAL_TAIL, UTLS_ERN_SEAL_TAIL)
+                   == 0)
+            return (int)i;
+    return -1;
+}
+
+int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
+{
+    utls_conn *c;
+    SSL3_BUFFER *wb;
+    size_t written;
+    int slot, r;
+
+    if ((c = ern_tx_usable(s)) == NULL)
+        return 0;
+    /* Ciphertext compared with ciphertext: public bytes, memcmp is fine. */
+    slot = ern_find_sealed(c, rec, len);
+    if (c->ern_wpending) {
+        /* A partial write: only the same record may go on. */
+        if (slot < 0 || c->ern_slot[slot].number != c->ern_wpending_number) {
+            utls_raise(UTLS_R_ERN_WRITE_PENDING, "record %llu is partly written",
+                       (unsigned long long)c->ern_wpending_number);
+            return 0;
+        }
+        goto write;
+    }
+    if (slot < 0) {
+        utls_raise(UTLS_R_ERN_NOT_SEALED, "%zu bytes", len);
+        return 0;
+    }
+    if (RECORD_LAYER_write_pending(&s->rlayer)) {
+        utls_raise(UTLS_R_ERN_WRITE_PENDING, "an SSL_write() is pending: complete it first");
+        return 0;
+    }
+    if (get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern_seal_next) {
+        /* The key changed or another record took a number: this record's
+         * nonce and number belong to a state the peer has left. */
+        ern_slots_clear(c);
+        utls_raise(UTLS_R_ERN_STALE, "sealed records are void");
+        return 0;
+    }
+    if (s->rlayer.numwpipes == 0 && !ssl3_setup_write_buffer(s, 1, 0))
+        return 0;
+    wb = &s->rlayer.wbuf[0];
+    if (len > SSL3_BUFFER_get_len(wb)) {
+        utls_raise(UTLS_R_ERN_BAD_ARGUMENT, "%zu bytes do not fit the write buffer", len);
+        return 0;
+    }
+    memcpy(SSL3_BUFFER_get_buf(wb), rec, len);
+    SSL3_BUFFER_set_offset(wb, 0);
+    SSL3_BUFFER_set_left(wb, len);
+    s->rlayer.wpend_tot = len;
+    s->rlayer.wpend_buf = c->ern_flush_buf; /* ours: SSL_write() cannot resume it */
+    s->rlayer.wpend_type = SSL3_RT_APPLICATION_DATA;
+    s->rlayer.wpend_ret = len;
+    c->ern_wpending = 1;
+    c->ern_wpending_number = c->ern_slot[slot].number;
+    if (c->ern_slot[slot].number >= c->ern_tx_top_next)
+        c->ern_tx_top_next = c->ern_slot[slot].number + 1;
+write:
+    r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern_flush_buf, len, &written);
+    if (r <= 0)
+        return r; /* SSL_get_error(): retry with the same record */
+    c->ern_wpending = 0;
+    OPENSSL_cleanse(&c->ern_slot[slot], sizeof(c->ern_slot[slot]));
+    c->ern_num_sealed--;
+    return 1;
+}
+
+int UTLS_ern_drop(SSL *s, uint64_t number)
+{
+    utls_conn *c;
+    size_t slot = (size_t)(number % UTLS_ERN_REORDER_WINDOW);
+
+    if ((c = ern_tx_usable(s)) == NULL)
+        return 0;
+    if (c->ern_slot[slot].state != UTLS_ERN_SLOT_SEALED || c->ern_slot[slot].number != number
+        || (c->ern_wpending && c->ern_wpending_number == number)) {
+        utls_raise(UTLS_R_ERN_NOT_SEALED, "number %llu", (unsigned long long)number);
+        return 0;
+    }
+    /*
+     * The most recently sealed record is always written: then, once no sealed
+     * record is left, the next record of any kind (application data, and
+     * also a KeyUpdate, ticket or alert, which carry no number) has the
+     * number after the peer's highest, the one it counts; and the next
+     * number never runs ahead of the window.
+     */
+    if (number + 1 == c->ern_seal_next) {
+        utls_raise(UTLS_R_ERN_DROP_LAST, "number %llu", (unsigned long long)number);
+        return 0;
+    }
+    OPENSSL_cleanse(&c->ern_slot[slot], sizeof(c->ern_slot[slot]));
+    c->ern_num_sealed--;
+    return 1;
+}
+
+size_t UTLS_ern_num_sealed(const SSL *s)
+{
+    const utls_conn *c = s != NULL ? s->utls : NULL;
+
+    return c != NULL ? c->ern_num_sealed : 0;
+}
+
+int utls_hook_key_change_allowed(SSL *s)
+{
+    utls_conn *c = s->utls;
+
+    if (c == NULL || c->ern_num_sealed == 0)
+        return 1;
+    utls_raise(UTLS_R_ERN_SEALED_PENDING, "%zu sealed records unwritten", c->ern_num_sealed);
+    return 0;
+}
+
+/* --- Receiving numbers out of sequence order --------------------------------- */
+
+static void set_read_seq(SSL *s, uint64_t v)
+{
+    put_be64(RECORD_LAYER_get_read_sequence(&s->rlayer), v);
+}
+
+int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
+{
+    utls_conn *c = s->utls;
+    const unsigned char *wire = RECORD_LAYER_get_packet(&s->rlayer);
+    size_t wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
+    uint64_t ctr, n, w = UTLS_ERN_REORDER_WINDOW;
+    utls_ern_keys *k;
+    int i;
+
+    if (c == NULL || !c->ern_rx || rr->type != SSL3_RT_APPLICATION_DATA
+        || rr->rec_version == SSL2_VERSION || SSL_in_init(s))
+        return 1;
+    ctr = get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
+    if (!c->ern_rxw_valid || ctr != c->ern_rx_next) {
+        /* The first numbered record, or a new key: numbers restart here. */
+        c->ern_rxw_valid = 1;
+        c->ern_rx_next = ctr;
+        /* Every number below was taken by a record already processed. */
+        c->ern_rx_seen = ~(uint64_t)0;
+    }
+    c->ern_rx_checked = 1;
+    k = &c->ern_cur;
+    if (!k->valid && !utls_ern_keys_setup(s, k, 0))
+        return 1; /* no test possible: in sequence order, as before */
+    /* The trivial window: the sender did not reorder. One block. */
+    c->stats.ern_block_checks++;
+    if (utls_ern_block_matches(k, wire, wire_len, ctr))
+        return 1;
+    /*
+     * Nearest first: ahead of the highest number seen (top = ctr - 1), and
+     * the unseen numbers behind it, by distance. A sender that reorders
+     * within a short span pays a few block tests, not a window's worth.
+     */
+    for (i = 0; i < (int)w; i++) {
+        n = ctr + (uint64_t)i;
+        if (i > 0 && n > ctr) {
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+        if ((uint64_t)i < ctr && ((c->ern_rx_seen >> i) & 1) == 0) {
+            n = ctr - 1 - (uint64_t)i;
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+    }
+    /* A number seen before: the same record again. Tested only now, so
+     * that an honest sender never pays for it. */
+    for (i = 0; i < (int)w && (uint64_t)i < ctr; i++) {
+        if (((c->ern_rx_seen >> i) & 1) == 0)
+            continue;
+        n = ctr - 1 - (uint64_t)i;
+        if (utls_ern_block_matches(k, wire, wire_len, n)) {
+            utls_raise(UTLS_R_ERN_REPLAY, "record number %llu", (unsigned long long)n);
+            SSLfatal_alert(s, SSL_AD_DECODE_ERROR);
+            return 0;
+        }
+    }
+    /*
+     * No number in the window. Records without a number (TLS 1.3 handshake
+     * messages, alerts) and damaged ones are decrypted with the counted
+     * sequence and pass or fail the AEAD/MAC check as before. Only to name
+     * the error, look one window further each way: a sender that keeps the
+     * rules never writes there.
+     */
+    for (n = ctr + w; n < ctr + 2 * w && n > ctr; n++)
+        if (utls_ern_block_matches(k, wire, wire_len, n))
+            goto outside;
+    for (i = 0; i < (int)w && ctr > w + (uint64_t)i; i++) {
+        n = ctr - w - 1 - (uint64_t)i;
+        if (utls_ern_block_matches(k, wire, wire_len, n))
+            goto outside;
+    }
+    return 1;
+found:
+    set_read_seq(s, n);
+    return 1;
+outside:
+    utls_raise(UTLS_R_ERN_OUT_OF_WINDOW, "record number %llu, highest seen + 1 = %llu",
+               (unsigned long long)n, (unsigned long long)ctr);
+    SSLfatal_alert(s, SSL_AD_DECODE_ERROR);
+    return 0;
+}
+
+void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq)
+{
+    uint64_t shift;
+
+    if (!c->ern_rx || !c->ern_rxw_valid)
+        return;
+    if (!c->ern_rx_checked) {
+        /* Not looked at before decryption (a handshake record, or one under
+         * a new key): decrypted under the counted sequence. In sequence, it
+         * extends the window; otherwise numbering restarts with the next
+         * record (utls_hook_ern_pre_decrypt). */
+        if (seq != c->ern_rx_next) {
+            c->ern_rxw_valid = 0;
+            return;
+        }
+    }
+    c->ern_rx_checked = 0;
+    if (seq >= c->ern_rx_next) {
+        shift = seq - c->ern_rx_next + 1;
+        c->ern_rx_seen = shift >= 64 ? 0 : c->ern_rx_seen << shift;
+        c->ern_rx_seen |= 1;
+        c->ern_rx_next = seq + 1;
+    } else if (c->ern_rx_next - 1 - seq < UTLS_ERN_REORDER_WINDOW) {
+        c->ern_rx_seen |= (uint64_t)1 << (c->ern_rx_next - 1 - seq);
+    }
+    /* Between records the read sequence is the highest number seen + 1:
+     * a sender that does not reorder is then checked in sequence. */
+    set_read_seq(s, c->ern_rx_next);
 }

@@ -113,4 +113,21 @@ void utls_hook_tls12_cbc_iv(struct ssl_st *s, unsigned char *iv, size_t iv_len);
 /* The read key changed (handshake, KeyUpdate, renegotiation). */
 void utls_hook_read_key_changed(struct ssl_st *s);
 
+/*
+ * utls_hook_ern_pre_decrypt: ssl3_get_record, before the record |rr| is
+ * decrypted. When the peer's records carry numbers it finds the record's
+ * number with the one-block test among the unseen numbers of the reorder
+ * window and sets the read sequence (the nonce, the MAC's seq_num) to it.
+ * Returns 1 to go on, 0 after SSLfatal() (a replayed number, or one outside
+ * the window).
+ */
+int utls_hook_ern_pre_decrypt(struct ssl_st *s, struct ssl3_record_st *rr);
+
+/*
+ * utls_hook_key_change_allowed: SSL_key_update() and SSL_renegotiate*():
+ * returns 0 (an error on the queue) while sealed records are unwritten:
+ * they are encrypted under the current write key.
+ */
+int utls_hook_key_change_allowed(struct ssl_st *s);
+
 #endif

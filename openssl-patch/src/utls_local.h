@@ -149,6 +149,11 @@ typedef struct {
  * (RFC 5246 6.2.3.2), or its first 8 bytes as an AES-GCM explicit nonce
  * (RFC 5288 3). */
 #define UTLS_ERN_OFFER12_LEN 16
+/* Sealed records are recognised by their last 16 bytes (AEAD tag, or the
+ * last CBC block): unique per record with overwhelming probability. */
+#define UTLS_ERN_SEAL_TAIL 16
+#define UTLS_ERN_SLOT_FREE 0
+#define UTLS_ERN_SLOT_SEALED 1
 
 /* Raw key material of one read key, for the one-block candidate test. */
 typedef struct {
@@ -278,6 +283,27 @@ struct utls_conn_st {
     size_t ern12_rx_key_len;
     unsigned char ern12_rx_key[32];
     unsigned char ern12_rx_iv[16]; /* GCM: the 4-byte salt; CBC: the first chaining IV */
+    /* Out-of-sequence sending (UTLS_ern_seal): sealed unwritten records,
+     * slot = number mod UTLS_ERN_REORDER_WINDOW (they all lie in one window). */
+    struct {
+        int state; /* UTLS_ERN_SLOT_* */
+        uint64_t number;
+        size_t len;
+        unsigned char tail[UTLS_ERN_SEAL_TAIL]; /* the record's last bytes: its tag or MAC */
+    } ern_slot[UTLS_ERN_REORDER_WINDOW];
+    size_t ern_num_sealed;
+    int ern_sealing;          /* inside UTLS_ern_seal: do not count as written */
+    uint64_t ern_seal_next;   /* the write sequence after the last seal */
+    uint64_t ern_tx_top_next; /* highest number written under this key, + 1 */
+    int ern_wpending;         /* a sealed record is partly written */
+    uint64_t ern_wpending_number;
+    /* Receiving numbers out of sequence order: ern_rx_next is the highest
+     * number seen + 1 (the read sequence between records); bit i of
+     * ern_rx_seen is number ern_rx_next - 1 - i. */
+    int ern_rxw_valid;
+    int ern_rx_checked; /* utls_hook_ern_pre_decrypt saw the current record */
+    uint64_t ern_rx_next;
+    uint64_t ern_rx_seen;
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
@@ -334,5 +360,8 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
  * offer in the explicit nonce of the first record under the new read key
  * (the server's Finished), once per connection. */
 void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr);
+/* utls_ern_rx_done: the record numbered |seq| was authenticated in order:
+ * mark it seen and set the read sequence to the highest number + 1. */
+void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq);
 
 #endif

@@ -106,6 +106,26 @@ static int seqset_take(utls_seqset *set, uint64_t seq)
     return found;
 }
 
+/* seqset_take_one removes |seq| only, and what lies a reorder window below
+ * it; returns 1 if |seq| was there. With explicit record numbers a sender
+ * may write lower numbers later (docs/ern.md). */
+static int seqset_take_one(utls_seqset *set, uint64_t seq)
+{
+    uint64_t floor = seq > UTLS_ERN_REORDER_WINDOW ? seq - UTLS_ERN_REORDER_WINDOW : 0;
+    size_t i = seqset_lower(set, seq), lo = seqset_lower(set, floor);
+    int found = i < set->n && set->v[i] == seq;
+
+    if (found) {
+        memmove(&set->v[i], &set->v[i + 1], (set->n - i - 1) * sizeof(*set->v));
+        memmove(&set->off[i], &set->off[i + 1], (set->n - i - 1) * sizeof(*set->off));
+        set->n--;
+    }
+    memmove(&set->v[0], &set->v[lo], (set->n - lo) * sizeof(*set->v));
+    memmove(&set->off[0], &set->off[lo], (set->n - lo) * sizeof(*set->off));
+    set->n -= lo;
+    return found;
+}
+
 /* --- Ready records (verified, waiting to be read), sorted by seq --------- */
 
 static int ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
@@ -865,6 +885,8 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     if (c == NULL || s->enc_read_ctx == NULL)
         return 1;
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
+    if (c->ern_rx) /* numbers may come out of sequence order (utls_ern.c) */
+        utls_ern_rx_done(s, c, seq);
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
         if (!SSL_in_init(s))
             c->post_handshake = 1;
@@ -890,7 +912,7 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
             utls_seqpred_observe(c->pred, a.wire_len);
         }
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
-            && seqset_take(&c->ahead, seq)) {
+            && (c->ern_rx ? seqset_take_one(&c->ahead, seq) : seqset_take(&c->ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
             rr->length = 0;
             rr->read = 1;

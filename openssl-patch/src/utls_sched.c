@@ -315,8 +315,13 @@ static uint64_t sched_est_arrival(const UTLS_SCHED *sch, uint64_t now, const UTL
  * reorder records it has already encrypted. Doing so would mean: keep a small
  * list of encrypted records instead of sch->partial, let the flush pick among
  * them as among plaintext messages, and still never withdraw a record already
- * partly in the kernel. Nothing needs that yet (plaintext waits until the
- * last moment, which gives the same latency without it), so this says no,
+ * partly in the kernel. The library can do the sealing part
+ * (UTLS_ern_seal()/UTLS_ern_write_sealed(), docs/ern.md "Sending out of
+ * sequence order"), but this scheduler never holds a sealed record that the
+ * kernel has not started to take: it encrypts a message only when the socket
+ * can take it (late binding), so the only encrypted record it holds is the
+ * partial one, which must be finished first anyway. Reordering would need
+ * sealing ahead, which adds latency rather than removing it, so this says no,
  * and the scheduler never reorders an encrypted record.
  */
 static int sched_may_reorder_encrypted(const UTLS_SCHED *sch)

@@ -928,6 +928,490 @@ static void test_ern12_nonces_unique(void **state)
 }
 
 /* reset_globals: every test starts with TLS 1.3 and encrypt-then-MAC. */
+
+/* --- Out-of-sequence sending: UTLS_ern_seal / UTLS_ern_write_sealed ------- */
+
+#define SEAL_BUF (UH_MSG_MAX + UTLS_ERN_SEAL_OVERHEAD)
+
+/* has_utls_error: |reason| of uTLS's library is on the error queue (which is
+ * cleared). */
+static int has_utls_error(int reason)
+{
+    unsigned long e;
+    int found = 0;
+
+    while ((e = ERR_get_error()) != 0)
+        if (ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == reason)
+            found = 1;
+    return found;
+}
+
+/* 1: seal tests read with a server without SSL_MODE_UNORDERED. */
+static int g_plain_server;
+
+/* seal_ready: a pair whose client numbers its records (message 0 carried the
+ * accept) and whose server numbers the client's; room for |num| messages. */
+static void seal_ready(pair *p, size_t num)
+{
+    uint8_t m[UH_MSG_MAX];
+
+    make_pair(p, 1, 1, 2);
+    if (g_plain_server) /* the stock in-order read path, no UTLS_read_record */
+        SSL_clear_mode(p->s, SSL_MODE_UNORDERED);
+    handshake(p);
+    p->num_apps = num;
+    p->seen = calloc(num, sizeof(*p->seen));
+    assert_non_null(p->seen);
+    assert_true(uh_msg_build(m, 0, 200));
+    assert_int_equal(SSL_write(p->c, m, 200), 200);
+    shuttle(p);
+    read_all(p);
+    assert_int_equal(p->got, 1);
+    assert_true(UTLS_ern_status(p->c) & UTLS_ERN_TX);
+    assert_true(UTLS_ern_status(p->s) & UTLS_ERN_RX);
+}
+
+typedef struct {
+    unsigned char rec[SEAL_BUF];
+    size_t len;
+    uint64_t number;
+} sealed_rec;
+
+static void seal_msg(pair *p, uint32_t idx, size_t len, sealed_rec *out)
+{
+    uint8_t m[UH_MSG_MAX];
+    size_t before = BIO_ctrl_pending(p->c_out);
+
+    assert_true(uh_msg_build(m, idx, len));
+    assert_int_equal(UTLS_ern_seal(p->c, m, len, out->rec, sizeof(out->rec), &out->len,
+                                   &out->number), 1);
+    assert_true(out->len > len);
+    assert_int_equal(BIO_ctrl_pending(p->c_out), before); /* sealed, not written */
+}
+
+/* to_server moves the client's bytes to the server (through the lossy
+ * network when there is one) and reads what it can deliver. */
+static void to_server(pair *p)
+{
+    unsigned char buf[65536];
+    int n;
+
+    if (p->net == NULL) {
+        shuttle(p);
+        read_all(p);
+        return;
+    }
+    while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0)
+        assert_true(lossy_send(p->net, buf, (size_t)n));
+}
+
+/* seal_shuffled: |num| messages sealed in batches of 1..48 records, each
+ * batch written in a random order; the server delivers each exactly once. */
+/* Block tests per record for --seal --json: [0] written in sequence order,
+ * [1] shuffled; TLS 1.3, no loss. */
+static double g_seal_btpr[2];
+static int g_seal_no_shuffle;
+
+static void seal_shuffled(size_t num, double loss, uint64_t seed)
+{
+    static sealed_rec batch[48];
+    size_t order[48], out_of_seq = 0;
+    lossy_params lp;
+    lossy_rng rng;
+    pair p;
+    UTLS_STATS st;
+    uint32_t idx = 1;
+
+    seal_ready(&p, num + 1);
+    lossy_rng_seed(&rng, seed);
+    if (loss > 0) {
+        lossy_params_default(&lp, loss);
+        p.net = lossy_new(&lp, seed, deliver, &p);
+        assert_non_null(p.net);
+    }
+    while (idx <= num) {
+        size_t k = 1 + (size_t)lossy_rng_below(&rng, 48), i, j, t;
+
+        if (k > num + 1 - idx)
+            k = num + 1 - idx;
+        for (i = 0; i < k; i++) {
+            seal_msg(&p, idx + (uint32_t)i, 100 + (size_t)lossy_rng_below(&rng, 3000), &batch[i]);
+            if (i > 0)
+                assert_int_equal(batch[i].number, batch[i - 1].number + 1);
+            order[i] = i;
+        }
+        for (i = k; i > 1 && !g_seal_no_shuffle; i--) { /* Fisher-Yates */
+            j = (size_t)lossy_rng_below(&rng, i);
+            t = order[i - 1];
+            order[i - 1] = order[j];
+            order[j] = t;
+        }
+        for (i = 0; i < k; i++) {
+            out_of_seq += order[i] != i;
+            assert_int_equal(UTLS_ern_write_sealed(p.c, batch[order[i]].rec, batch[order[i]].len),
+                             1);
+        }
+        assert_int_equal(UTLS_ern_num_sealed(p.c), 0);
+        to_server(&p);
+        idx += (uint32_t)k;
+    }
+    if (p.net != NULL)
+        assert_true(lossy_finish(p.net));
+    read_all(&p);
+    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    if (g_seal_no_shuffle) {
+        assert_int_equal(out_of_seq, 0);
+        /* The window's trivial case: one block test per numbered record. */
+        assert_int_equal(st.ern_block_checks, num);
+    } else {
+        assert_true(out_of_seq > num / 2); /* the order really was shuffled */
+    }
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, num + 1); /* every message exactly once */
+    for (size_t i = 0; i <= num; i++)
+        assert_true(p.seen[i]);
+    if (g_tls12 == NULL && loss == 0 && !g_plain_server)
+        g_seal_btpr[g_seal_no_shuffle ? 0 : 1] = (double)st.ern_block_checks / (double)num;
+    if (loss > 0) /* delivered early past holes, then skipped in order */
+        assert_true(st.records_out_of_order > 0 && st.records_skipped > 0);
+    printf("[ern-seal] %s%s loss %.2f: %zu records, %zu written out of sequence, "
+           "%llu delivered past a hole, %.2f block tests per record\n",
+           g_tls12 != NULL ? g_tls12 : "TLS 1.3", g_mte ? " (MtE)" : "", loss, num, out_of_seq,
+           (unsigned long long)st.records_out_of_order,
+           (double)st.ern_block_checks / (double)(num + 1));
+    free_pair(&p);
+}
+
+static void seal_each_version(void (*fn)(void))
+{
+    g_tls12 = NULL;
+    fn();
+    g_tls12 = GCM128;
+    fn();
+    g_tls12 = CBC12; /* encrypt-then-MAC */
+    fn();
+    g_tls12 = CBC12_SHA1;
+    g_mte = 1; /* MAC-then-encrypt */
+    fn();
+    g_mte = 0;
+}
+
+static void shuffled_inorder(void)
+{
+    /* The baseline: the same records written in sequence order. */
+    g_seal_no_shuffle = 1;
+    seal_shuffled(600, 0, 0x5ea1);
+    g_seal_no_shuffle = 0;
+    seal_shuffled(600, 0, 0x5ea1);
+    g_plain_server = 1;
+    seal_shuffled(300, 0, 0x5ea3);
+    g_plain_server = 0;
+}
+
+static void shuffled_lossy(void)
+{
+    seal_shuffled(600, 0.03, 0x5ea2);
+}
+
+static void test_ern_seal_shuffled(void **state)
+{
+    (void)state;
+    seal_each_version(shuffled_inorder);
+}
+
+static void test_ern_seal_shuffled_lossy(void **state)
+{
+    (void)state;
+    seal_each_version(shuffled_lossy);
+}
+
+/* A dropped (never written) number is a gap the receiver tolerates; a record
+ * is written once; ordinary writes wait until no sealed record is left. */
+static void skip_and_single_use(void)
+{
+    sealed_rec r[3];
+    uint8_t m[300];
+    pair p;
+
+    seal_ready(&p, 6);
+    seal_msg(&p, 1, 500, &r[0]);
+    seal_msg(&p, 2, 600, &r[1]);
+    seal_msg(&p, 3, 700, &r[2]);
+    assert_int_equal(UTLS_ern_num_sealed(p.c), 3);
+    /* SSL_write would take a number above the sealed ones: refused. */
+    assert_true(uh_msg_build(m, 4, sizeof(m)));
+    assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    /* The most recently sealed record must be written. */
+    assert_int_equal(UTLS_ern_drop(p.c, r[2].number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_DROP_LAST));
+    assert_int_equal(UTLS_ern_drop(p.c, r[1].number), 1);
+    assert_int_equal(UTLS_ern_drop(p.c, r[1].number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    /* A dropped record cannot be written any more. */
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 1);
+    /* Single use: the second write of a record is refused. */
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    /* A record that was never sealed (altered tag) is refused. */
+    r[2].rec[r[2].len - 1] ^= 1;
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_int_equal(UTLS_ern_num_sealed(p.c), 0);
+    assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m));
+    shuttle(&p);
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 4);
+    assert_true(p.seen[1] && !p.seen[2] && p.seen[3] && p.seen[4]);
+    free_pair(&p);
+}
+
+static void test_ern_seal_skip_and_single_use(void **state)
+{
+    (void)state;
+    seal_each_version(skip_and_single_use);
+}
+
+/* replay_fatal: a copy of a delivered record, injected into the stream, is
+ * fatal at the receiver (UTLS_R_ERN_REPLAY) and delivers nothing twice. */
+static void replay_fatal(void)
+{
+    sealed_rec r[3];
+    pair p;
+
+    seal_ready(&p, 4);
+    seal_msg(&p, 1, 400, &r[0]);
+    seal_msg(&p, 2, 400, &r[1]);
+    seal_msg(&p, 3, 400, &r[2]);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_int_equal(p.got, 4);
+    assert_false(p.fatal);
+    ERR_clear_error();
+    /* The attacker repeats record 2 (now below the highest number seen). */
+    assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, r[1].rec, r[1].len));
+    p.s_off += r[1].len;
+    read_all(&p);
+    assert_true(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 4);
+    assert_true(has_utls_error(UTLS_R_ERN_REPLAY));
+    free_pair(&p);
+}
+
+static void test_ern_seal_replay_fatal(void **state)
+{
+    (void)state;
+    seal_each_version(replay_fatal);
+    g_plain_server = 1;
+    seal_each_version(replay_fatal);
+    g_plain_server = 0;
+}
+
+/* A number a whole window above the highest the receiver saw is fatal
+ * (UTLS_R_ERN_OUT_OF_WINDOW). A conforming sender cannot produce it: here
+ * the record before it is written but never reaches the server. */
+static void beyond_window_fatal(void)
+{
+    static sealed_rec r[UTLS_ERN_REORDER_WINDOW + 1];
+    sealed_rec extra;
+    unsigned char sink[65536];
+    pair p;
+    size_t i;
+
+    seal_ready(&p, UTLS_ERN_REORDER_WINDOW + 2);
+    seal_msg(&p, 1, 300, &r[0]);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 1);
+    while (BIO_read(p.c_out, sink, sizeof(sink)) > 0)
+        ; /* lost for good */
+    for (i = 1; i <= UTLS_ERN_REORDER_WINDOW; i++)
+        seal_msg(&p, (uint32_t)(i + 1), 100, &r[i]);
+    /* The sender's window: a 65th sealed record is refused. */
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, extra.rec, sizeof(extra.rec), &extra.len,
+                                   &extra.number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_WINDOW));
+    assert_int_equal(r[UTLS_ERN_REORDER_WINDOW].number, r[0].number + UTLS_ERN_REORDER_WINDOW);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[UTLS_ERN_REORDER_WINDOW].rec,
+                                           r[UTLS_ERN_REORDER_WINDOW].len), 1);
+    shuttle(&p);
+    ERR_clear_error();
+    read_all(&p);
+    assert_true(p.fatal);
+    assert_int_equal(p.got, 1);
+    assert_true(has_utls_error(UTLS_R_ERN_OUT_OF_WINDOW));
+    free_pair(&p);
+}
+
+static void test_ern_seal_beyond_window_fatal(void **state)
+{
+    (void)state;
+    seal_each_version(beyond_window_fatal);
+}
+
+/* Bad arguments and states: nothing sealed, a clear reason. */
+static void test_ern_seal_refused(void **state)
+{
+    static uint8_t big[UTLS_ERN_SEAL_MAX_CONTENT + 1];
+    sealed_rec r;
+    pair p;
+
+    (void)state;
+    g_tls12 = NULL;
+    /* A stock server: the client's records are never numbered. */
+    make_pair(&p, 1, 0, 2);
+    handshake(&p);
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_int_equal(SSL_write(p.c, "hello", 5), 5);
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, 40), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    free_pair(&p);
+    /* Negotiating, but the accept is not out yet: not on either. */
+    make_pair(&p, 1, 1, 2);
+    handshake(&p);
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    free_pair(&p);
+    seal_ready(&p, 2);
+    assert_int_equal(UTLS_ern_seal(p.c, big, sizeof(big), r.rec, sizeof(r.rec), &r.len,
+                                   &r.number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_int_equal(UTLS_ern_seal(p.c, big, 0, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_int_equal(UTLS_ern_seal(p.c, big, 100, r.rec, 100, &r.len, &r.number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, 0), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    /* Nothing was consumed: the next seal has the next number. */
+    seal_msg(&p, 1, 100, &r);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, r.len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_int_equal(p.got, 2);
+    assert_false(p.fatal);
+    free_pair(&p);
+}
+
+/* TLS 1.3 KeyUpdate is refused while sealed records are unwritten; once they
+ * are written it runs, and sealing goes on under the new key (numbers
+ * restart at 0). */
+static void test_ern_seal_keyupdate(void **state)
+{
+    sealed_rec r[4];
+    uint8_t m[200];
+    pair p;
+
+    (void)state;
+    g_tls12 = NULL;
+    seal_ready(&p, 8);
+    seal_msg(&p, 1, 300, &r[0]);
+    seal_msg(&p, 2, 300, &r[1]);
+    assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    /* A gap below: the KeyUpdate record (no number) still gets the number
+     * the server counts next. */
+    assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
+    assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+    assert_true(uh_msg_build(m, 3, sizeof(m)));
+    assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m)); /* KeyUpdate + record 0 */
+    seal_msg(&p, 4, 300, &r[2]);
+    seal_msg(&p, 5, 300, &r[3]);
+    assert_int_equal(r[2].number, 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[3].rec, r[3].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 5);
+    assert_false(p.seen[1]);
+    free_pair(&p);
+}
+
+/* TLS 1.2 renegotiation is refused while sealed records are unwritten. */
+static void test_ern12_seal_renegotiation_refused(void **state)
+{
+    sealed_rec r;
+    pair p;
+
+    (void)state;
+    g_tls12 = GCM128;
+    seal_ready(&p, 3);
+    seal_msg(&p, 1, 300, &r);
+    assert_int_equal(SSL_renegotiate(p.c), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, r.len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_int_equal(p.got, 2);
+    free_pair(&p);
+}
+
+/* A BIO that takes a few bytes at a time: the sealed record is completed
+ * before anything else is written. */
+static void test_ern_seal_partial_write(void **state)
+{
+    sealed_rec r[2];
+    BIO *small, *peer;
+    unsigned char buf[4096];
+    uint8_t m[100];
+    pair p;
+    int ret, n, rounds = 0;
+
+    (void)state;
+    g_tls12 = NULL;
+    seal_ready(&p, 4);
+    assert_int_equal(BIO_new_bio_pair(&small, 64, &peer, 0), 1);
+    SSL_set0_wbio(p.c, small); /* frees c_out */
+    p.c_out = peer;
+    seal_msg(&p, 1, 1000, &r[0]);
+    seal_msg(&p, 2, 1000, &r[1]);
+    while ((ret = UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len)) != 1) {
+        assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
+        /* Only this record may go on meanwhile. */
+        assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 0);
+        assert_true(has_utls_error(UTLS_R_ERN_WRITE_PENDING));
+        assert_true(uh_msg_build(m, 3, sizeof(m)));
+        assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
+        assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
+            p.s_off += (uint64_t)n;
+        }
+        rounds++;
+    }
+    assert_true(rounds > 10);
+    while ((ret = UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len)) != 1 ||
+           BIO_ctrl_pending(peer) > 0) {
+        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
+            p.s_off += (uint64_t)n;
+        }
+        if (ret == 1)
+            break;
+    }
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 3);
+    BIO_free(peer);
+    free_pair(&p);
+}
+
 static int reset_globals(void **state)
 {
     (void)state;
@@ -986,7 +1470,39 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_ern12_resumption_cbc, reset_globals),
         cmocka_unit_test_setup(test_ern12_renegotiation, reset_globals),
     };
-    int r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
+    const struct CMUnitTest seal_tests[] = {
+        cmocka_unit_test_setup(test_ern_seal_shuffled, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_shuffled_lossy, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_skip_and_single_use, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_replay_fatal, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_beyond_window_fatal, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_refused, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_keyupdate, reset_globals),
+        cmocka_unit_test_setup(test_ern12_seal_renegotiation_refused, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_partial_write, reset_globals),
+    };
+    int r;
+
+    /* --seal: out-of-sequence sending (ctest ern.seal) */
+    if (argc >= 2 && strcmp(argv[1], "--seal") == 0) {
+        r = cmocka_run_group_tests_name("ern_seal", seal_tests, setup, teardown);
+        if (argc == 4 && strcmp(argv[2], "--json") == 0 && r == 0) {
+            FILE *f = fopen(argv[3], "w");
+
+            if (f == NULL)
+                return 1;
+            /* One run, side by side: the receiver's one-block tests per
+             * record when the sender writes sealed records in sequence order
+             * and when it shuffles batches of 1..48 (TLS 1.3, no loss). */
+            fprintf(f, "{\"ern_seal_block_tests_per_record\": {\"in_sequence\": %.4f, "
+                       "\"shuffled\": %.4f, \"ratio_shuffled_to_in_sequence\": %.4f}}\n",
+                    g_seal_btpr[0], g_seal_btpr[1],
+                    g_seal_btpr[0] > 0 ? g_seal_btpr[1] / g_seal_btpr[0] : 0.0);
+            fclose(f);
+        }
+        return r;
+    }
+    r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
 
     if (argc == 3 && strcmp(argv[1], "--json") == 0 && r == 0) {
         FILE *f = fopen(argv[2], "w");
