@@ -525,10 +525,12 @@ const BIO_METHOD *UTLS_BIO_s_segment(void)
 
 static seg_ctx *seg_of(BIO *b)
 {
-    const BIO_METHOD *seg = UTLS_BIO_s_segment(), *utcp = UTLS_BIO_f_utcp();
+    int type = b != NULL ? BIO_method_type(b) : -1;
 
-    if (b == NULL || seg == NULL || utcp == NULL
-        || (BIO_method_type(b) != seg_type && BIO_method_type(b) != utcp_type)) {
+    /* No CRYPTO_THREAD_run_once() per push: a BIO of ours was made with a
+     * method whose init set its type (before that the types are -1, which no
+     * BIO has); any other BIO matches neither. */
+    if (type == -1 || (type != seg_type && type != utcp_type)) {
         utls_raise(UTLS_R_NOT_A_SEGMENT_BIO, NULL);
         return NULL;
     }

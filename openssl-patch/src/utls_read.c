@@ -1157,7 +1157,9 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     if (c->num_ready == 0) {
         /* A blocking fragment source woke the read for fragments that
          * completed no record: go back to waiting in order. */
-        if (s->rbio != NULL && !utls_bio_quiet(s, c)
+        if (s->rbio != NULL
+            && !((c->sig_bio == s->rbio && c->sig != NULL && c->sig->pending == 0)
+                 || utls_bio_quiet(s, c))
             && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
             return UTLS_HOOK_RETRY;
         return UTLS_HOOK_PASS;
