@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* SEQPRED_EWMA_SHIFT: the size statistics weigh the last ~2^5 records, so a
+/* SEQPRED_EWMA_SAMPLES: the size statistics weigh the last ~2^5 records, so a
  * codec that changes rate is followed within a few dozen records. */
-#define SEQPRED_EWMA_ALPHA (1.0 / 32.0)
+#define SEQPRED_EWMA_SAMPLES 32
+#define SEQPRED_EWMA_ALPHA (1.0 / (double)SEQPRED_EWMA_SAMPLES)
 
 /* SEQPRED_WINDOW_FACTOR: candidates are taken from this many times the cap
  * on each side of the most likely value, then sorted by likelihood. */
@@ -85,10 +86,11 @@ void utls_seqpred_observe(utls_seqpred *sp, size_t wire_len)
         sp->max_seen = wire_len;
     }
     /* Plain average while warming up, then exponentially weighted. */
-    double alpha = 1.0 / (double)sp->num_observed;
-    if (alpha < SEQPRED_EWMA_ALPHA) {
-        alpha = SEQPRED_EWMA_ALPHA;
-    }
+    /* max(1/n, alpha), without a division per record once n reaches
+     * 1/alpha (alpha is a power of two: 1/n equals it exactly there). */
+    double alpha = sp->num_observed >= SEQPRED_EWMA_SAMPLES
+                       ? SEQPRED_EWMA_ALPHA
+                       : 1.0 / (double)sp->num_observed;
     double diff = w - sp->mean;
     sp->mean += alpha * diff;
     sp->var = (1.0 - alpha) * (sp->var + alpha * diff * diff);

@@ -130,29 +130,61 @@ static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t ar
     c->sig.pending = c->ev_count + (size_t)c->woke;
 }
 
-/* seg_pull_contiguous moves bytes from the sparse store that became
- * contiguous with the in-order end. */
+/* seg_pull_contiguous copies bytes from the sparse store that became
+ * contiguous with the in-order end. They stay in the store until BIO_read()
+ * returns them (seg_read_inorder): the SSL may still scan them, as it would
+ * its own copy. */
 static int seg_pull_contiguous(seg_ctx *c)
 {
     utls_reasm_run run;
     uint64_t end = seg_inorder_end(c);
 
-    /* Nothing held past a hole (the common case): nothing can join. The
-     * store's own in-order point is brought up to date before it next takes
-     * bytes (seg_push). */
+    /* Nothing held past a hole (the common case): nothing can join. */
     if (utls_reasm_num_fragments(c->ooo) == 0)
         return 1;
 
-    while (utls_reasm_find_run(c->ooo, &run, end)) {
+    /* Runs never touch, so at most one run holds the in-order end. */
+    if (utls_reasm_find_run(c->ooo, &run, end)) {
         size_t skip = (size_t)(end - run.offset);
 
         if (!seg_append_inorder(c, run.data + skip, run.len - skip))
             return 0;
-        end = seg_inorder_end(c);
-        utls_reasm_advance(c->ooo, end);
     }
-    utls_reasm_advance(c->ooo, end);
+    /* The tap keeps no in-order bytes: what it held is returned at once. */
+    utls_reasm_advance(c->ooo, c->read_off);
     return 1;
+}
+
+/* seg_first_held finds the first held run at or past the in-order end. */
+static int seg_first_held(const seg_ctx *c, uint64_t end, utls_reasm_run *out_run)
+{
+    if (end == 0)
+        return utls_reasm_first_run(c->ooo, out_run);
+    return utls_reasm_next_run(c->ooo, out_run, end - 1);
+}
+
+/* seg_store_insert puts bytes past the in-order end into the sparse store.
+ * If that evicted held bytes (a limit), they may come back with other values:
+ * the epoch moves, so nothing verified from the old ones is trusted unseen. */
+static utls_reasm_result seg_store_insert(seg_ctx *c, uint64_t offset, const unsigned char *data,
+                                          size_t len)
+{
+    utls_reasm_stats before, after;
+    utls_reasm_result r;
+
+    /* The store's in-order point is the read point: bytes the reader has not
+     * taken yet stay (seg_pull_contiguous), and its window counts from there
+     * as a TCP receive window does. */
+    utls_reasm_advance(c->ooo, c->read_off);
+    if (utls_reasm_bytes_held(c->ooo) + len <= c->window
+        && utls_reasm_num_fragments(c->ooo) < UTLS_SEG_MAX_RUNS)
+        return utls_reasm_insert(c->ooo, offset, data, len); /* no limit reached: no eviction */
+    utls_reasm_get_stats(c->ooo, &before);
+    r = utls_reasm_insert(c->ooo, offset, data, len);
+    utls_reasm_get_stats(c->ooo, &after);
+    if (after.bytes_evicted != before.bytes_evicted)
+        c->sig.store_epoch++;
+    return r;
 }
 
 /* seg_push is UTLS_BIO_segment_push on the context. */
@@ -160,6 +192,7 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
                     uint64_t arrival_ns)
 {
     uint64_t end = seg_inorder_end(c);
+    utls_reasm_run held;
 
     if (len == 0)
         return 1;
@@ -178,15 +211,30 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
     }
     if (offset <= end) {
         /* At or straddling the in-order end: TCP would deliver it now. */
-        size_t skip = (size_t)(end - offset);
+        size_t skip = (size_t)(end - offset), take = len - skip;
 
-        if (!seg_append_inorder(c, data + skip, len - skip))
+        int any_held = utls_reasm_num_fragments(c->ooo) > 0;
+
+        if (any_held && seg_first_held(c, end, &held) && held.offset < offset + len) {
+            /* It reaches bytes held past the hole. Those keep the values they
+             * arrived with (the SSL may have authenticated them there, and
+             * skips them unread when they come in order: see
+             * utls_bio_signals.store); this segment's bytes from there on go
+             * through the store, which keeps what it holds and adds only what
+             * is new. */
+            size_t cut = (size_t)(held.offset - offset);
+
+            if (seg_store_insert(c, held.offset, data + cut, len - cut) == UTLS_REASM_ERROR)
+                return 0;
+            take = cut - skip;
+        }
+        if (!seg_append_inorder(c, data + skip, take))
             return 0;
-        return seg_pull_contiguous(c);
+        /* Nothing held past a hole (the common case): nothing can join. */
+        return !any_held || seg_pull_contiguous(c);
     }
     /* Past a hole: keep it for the in-order stream, and tell the SSL. */
-    utls_reasm_advance(c->ooo, end);
-    switch (utls_reasm_insert(c->ooo, offset, data, len)) {
+    switch (seg_store_insert(c, offset, data, len)) {
     case UTLS_REASM_STORED:
         seg_queue_event(c, offset, len, arrival_ns);
         return 1;
@@ -254,6 +302,8 @@ static int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
     c->read_off += n;
     if (c->inorder_len == 0)
         c->inorder_start = 0;
+    /* Held bytes returned now are the reader's; the store lets them go at its
+     * next insert (seg_store_insert), not on every read. */
     return (int)n;
 }
 
@@ -394,6 +444,10 @@ static int seg_new(BIO *b)
 
     if (c == NULL)
         return 0;
+    /* The in-order stream is built from the store alone, and held bytes keep
+     * their first values (seg_push): the SSL may read fragments from it in
+     * place. Not the tap's store (utls_segstore_new). */
+    c->sig.store = c->ooo;
     BIO_set_data(b, c);
     BIO_set_init(b, 1);
     return 1;
@@ -471,10 +525,12 @@ const BIO_METHOD *UTLS_BIO_s_segment(void)
 
 static seg_ctx *seg_of(BIO *b)
 {
-    const BIO_METHOD *seg = UTLS_BIO_s_segment(), *utcp = UTLS_BIO_f_utcp();
+    int type = b != NULL ? BIO_method_type(b) : -1;
 
-    if (b == NULL || seg == NULL || utcp == NULL
-        || (BIO_method_type(b) != seg_type && BIO_method_type(b) != utcp_type)) {
+    /* No CRYPTO_THREAD_run_once() per push: a BIO of ours was made with a
+     * method whose init set its type (before that the types are -1, which no
+     * BIO has); any other BIO matches neither. */
+    if (type == -1 || (type != seg_type && type != utcp_type)) {
         utls_raise(UTLS_R_NOT_A_SEGMENT_BIO, NULL);
         return NULL;
     }
@@ -536,6 +592,7 @@ int UTLS_BIO_segment_set_window(BIO *b, uint64_t window)
     lim.max_bytes = window > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)window;
     lim.max_fragments = UTLS_SEG_MAX_RUNS;
     lim.max_window = window;
+    utls_reasm_advance(c->ooo, c->read_off); /* what was read is not held */
     if (utls_reasm_bytes_held(c->ooo) != 0) {
         /* Held bytes would have to move; only allowed before data arrives. */
         return 0;
@@ -544,6 +601,9 @@ int UTLS_BIO_segment_set_window(BIO *b, uint64_t window)
         return 0;
     utls_reasm_free(c->ooo);
     c->ooo = n;
+    if (c->sig.store != NULL)
+        c->sig.store = n;
+    c->sig.store_epoch++;
     c->window = window;
     return 1;
 }

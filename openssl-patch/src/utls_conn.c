@@ -194,6 +194,8 @@ void utls_ooo_reset(utls_conn *c)
     utls_scan_free(c->scan);
     utls_seqpred_free(c->pred);
     c->reasm = NULL;
+    c->store = NULL;
+    c->store_shared = 0;
     c->scan = NULL;
     c->pred = NULL;
     c->gen_ready = 0;
@@ -219,8 +221,12 @@ void utls_conn_clear(utls_conn *c)
     OPENSSL_free(c->ready);
     OPENSSL_free(c->ahead.v);
     OPENSSL_free(c->ahead.off);
+    OPENSSL_free(c->ahead.wire_len);
+    OPENSSL_free(c->ahead.epoch);
     OPENSSL_free(c->next_ahead.v);
     OPENSSL_free(c->next_ahead.off);
+    OPENSSL_free(c->next_ahead.wire_len);
+    OPENSSL_free(c->next_ahead.epoch);
     utls_seqpred_free(c->pred_next);
     EVP_CIPHER_CTX_free(c->probe_ctx);
     EVP_CIPHER_CTX_free(c->next_ctx);

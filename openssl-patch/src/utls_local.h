@@ -68,6 +68,18 @@ size_t utls_segstore_num_events(const utls_segstore *c);
  * nothing. */
 typedef struct {
     size_t pending;
+    /* The BIO's own store of the bytes past its in-order end, which the SSL
+     * reads fragments from instead of keeping a copy (one store, see
+     * docs/unordered.md, PERFORMANCE). Set only by a BIO whose in-order
+     * stream is built from this store alone and in which a stream byte keeps
+     * the value it first arrived with (the segment and uTCP BIOs); NULL for
+     * the tap, whose in-order stream comes from the kernel socket. */
+    utls_reasm *store;
+    /* Counts the events after which a byte once held in |store| could come
+     * back with another value: eviction from the store, a new store. A record
+     * verified out of order is only trusted to match the in-order stream
+     * while this is unchanged. */
+    uint64_t store_epoch;
 } utls_bio_signals;
 
 typedef struct {
@@ -130,10 +142,16 @@ int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
 /* A sorted set of sequence numbers (records delivered ahead of the in-order
  * path), bounded by UTLS_MAX_DELIVERED_AHEAD. */
 typedef struct {
-    uint64_t *v;   /* sequence numbers, sorted */
-    uint64_t *off; /* the stream offset each was verified at */
+    uint64_t *v;        /* sequence numbers, sorted */
+    uint64_t *off;      /* the stream offset each was verified at */
+    size_t *wire_len;   /* its length on the wire, header included */
+    uint64_t *epoch;    /* the shared store's epoch when it was verified, or
+                         * UTLS_NO_EPOCH (see utls_hook_skip_decrypt) */
     size_t n;
 } utls_seqset;
+/* An epoch no shared store has: the record's bytes are compared or decrypted
+ * in order, never skipped unseen. */
+#define UTLS_NO_EPOCH UINT64_MAX
 
 /* Explicit record numbers (docs/ern.md). */
 #define UTLS_ERN_TOKEN_LEN 16
@@ -173,6 +191,7 @@ typedef struct {
     size_t len;
     unsigned char *data; /* plaintext, inside |buf| */
     unsigned char *buf;  /* the allocation |data| points into, owned */
+    uint64_t store_epoch; /* see utls_seqset.epoch */
     int buf_is_scratch;  /* |buf| is a UTLS_SCRATCH_LEN buffer (a former
                           * probe buffer), reusable as one */
 } utls_ready_record;
@@ -203,8 +222,14 @@ struct utls_conn_st {
     int ooo_possible;
     int tls13, aead, explicit_nonce;
 
-    /* The out-of-order side. */
+    /* The out-of-order side. |store| is where fragments past a hole are read
+     * from: the read BIO's own store when it shares one (|store_shared|,
+     * utls_bio_signals.store), else |reasm|, the connection's copy (owned).
+     * Refreshed at every entry point (utls_store_refresh): the BIO may change
+     * between calls. */
     utls_reasm *reasm;
+    utls_reasm *store;
+    int store_shared;
     utls_scan *scan;
     utls_seqpred *pred;
     /* A private copy of the read cipher context, taken when the key is

@@ -67,29 +67,53 @@ static int seqset_contains(const utls_seqset *set, uint64_t seq)
     return i < set->n && set->v[i] == seq;
 }
 
-static int seqset_add(utls_seqset *set, uint64_t seq, uint64_t off)
+static int seqset_add(utls_seqset *set, uint64_t seq, uint64_t off, size_t wire_len,
+                      uint64_t epoch)
 {
-    size_t i;
+    size_t i, tail;
 
     if (set->v == NULL) {
         set->v = OPENSSL_malloc(sizeof(*set->v) * UTLS_MAX_DELIVERED_AHEAD);
         set->off = OPENSSL_malloc(sizeof(*set->off) * UTLS_MAX_DELIVERED_AHEAD);
-        if (set->v == NULL || set->off == NULL) {
+        set->wire_len = OPENSSL_malloc(sizeof(*set->wire_len) * UTLS_MAX_DELIVERED_AHEAD);
+        set->epoch = OPENSSL_malloc(sizeof(*set->epoch) * UTLS_MAX_DELIVERED_AHEAD);
+        if (set->v == NULL || set->off == NULL || set->wire_len == NULL || set->epoch == NULL) {
             OPENSSL_free(set->v);
             OPENSSL_free(set->off);
-            set->v = set->off = NULL;
+            OPENSSL_free(set->wire_len);
+            OPENSSL_free(set->epoch);
+            set->v = set->off = set->epoch = NULL;
+            set->wire_len = NULL;
             return 0;
         }
     }
     if (set->n == UTLS_MAX_DELIVERED_AHEAD)
         return 0;
     i = seqset_lower(set, seq);
-    memmove(&set->v[i + 1], &set->v[i], (set->n - i) * sizeof(*set->v));
-    memmove(&set->off[i + 1], &set->off[i], (set->n - i) * sizeof(*set->off));
+    tail = set->n - i;
+    memmove(&set->v[i + 1], &set->v[i], tail * sizeof(*set->v));
+    memmove(&set->off[i + 1], &set->off[i], tail * sizeof(*set->off));
+    memmove(&set->wire_len[i + 1], &set->wire_len[i], tail * sizeof(*set->wire_len));
+    memmove(&set->epoch[i + 1], &set->epoch[i], tail * sizeof(*set->epoch));
     set->v[i] = seq;
     set->off[i] = off;
+    set->wire_len[i] = wire_len;
+    set->epoch[i] = epoch;
     set->n++;
     return 1;
+}
+
+/* seqset_remove deletes the |count| entries from index |at| on, keeping the
+ * parallel arrays in step. */
+static void seqset_remove(utls_seqset *set, size_t at, size_t count)
+{
+    size_t rest = set->n - at - count;
+
+    memmove(&set->v[at], &set->v[at + count], rest * sizeof(*set->v));
+    memmove(&set->off[at], &set->off[at + count], rest * sizeof(*set->off));
+    memmove(&set->wire_len[at], &set->wire_len[at + count], rest * sizeof(*set->wire_len));
+    memmove(&set->epoch[at], &set->epoch[at + count], rest * sizeof(*set->epoch));
+    set->n -= count;
 }
 
 /* seqset_take removes |seq| and everything below it; returns 1 if |seq| was
@@ -100,9 +124,9 @@ static int seqset_take(utls_seqset *set, uint64_t seq)
     int found = i < set->n && set->v[i] == seq;
     size_t drop = i + (size_t)found;
 
-    memmove(&set->v[0], &set->v[drop], (set->n - drop) * sizeof(*set->v));
-    memmove(&set->off[0], &set->off[drop], (set->n - drop) * sizeof(*set->off));
-    set->n -= drop;
+    if (drop == 0)
+        return 0;
+    seqset_remove(set, 0, drop);
     return found;
 }
 
@@ -112,19 +136,28 @@ static int seqset_take(utls_seqset *set, uint64_t seq)
 static int seqset_take_one(utls_seqset *set, uint64_t seq)
 {
     uint64_t floor = seq > UTLS_ERN_REORDER_WINDOW ? seq - UTLS_ERN_REORDER_WINDOW : 0;
-    size_t i = seqset_lower(set, seq), lo = seqset_lower(set, floor);
+    size_t i = seqset_lower(set, seq);
     int found = i < set->n && set->v[i] == seq;
 
-    if (found) {
-        memmove(&set->v[i], &set->v[i + 1], (set->n - i - 1) * sizeof(*set->v));
-        memmove(&set->off[i], &set->off[i + 1], (set->n - i - 1) * sizeof(*set->off));
-        set->n--;
-    }
-    memmove(&set->v[0], &set->v[lo], (set->n - lo) * sizeof(*set->v));
-    memmove(&set->off[0], &set->off[lo], (set->n - lo) * sizeof(*set->off));
-    set->n -= lo;
+    if (found)
+        seqset_remove(set, i, 1);
+    seqset_remove(set, 0, seqset_lower(set, floor));
     return found;
 }
+
+/* seqset_forget_epochs: the bytes behind these records can no longer be
+ * vouched for by a shared store (the read BIO changed). */
+static void seqset_forget_epochs(utls_seqset *set)
+{
+    size_t i;
+
+    for (i = 0; i < set->n; i++)
+        set->epoch[i] = UTLS_NO_EPOCH;
+}
+
+static int utls_bio_quiet(SSL *s, utls_conn *c);
+static int utls_store_refresh(SSL *s, utls_conn *c);
+static uint64_t utls_store_epoch(const utls_conn *c);
 
 /* --- Ready records (verified, waiting to be read), sorted by seq --------- */
 
@@ -298,7 +331,6 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     const EVP_CIPHER *ciph;
     utls_scan_profile prof;
     utls_seqpred_config pc;
-    utls_reasm_limits rl;
     unsigned long mode;
     int taglen = 16, ivlen = 0, blk;
     size_t min_len, max_len;
@@ -381,14 +413,11 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     pc.max_wire_len = SSL3_RT_HEADER_LENGTH + max_len;
     pc.max_candidates = c->limits.max_probes_per_record;
     pc.nonce_delta = c->explicit_nonce;
-    rl.max_bytes = c->limits.max_bytes_held;
-    rl.max_fragments = c->limits.max_fragments;
-    rl.max_window = c->limits.max_window;
 
     /* After a key change the held bytes are still good: only the scanner and
      * the predictor start over, and everything held is scanned again. */
-    if (c->reasm == NULL)
-        c->reasm = utls_reasm_new(&rl, c->next_offset);
+    if (!utls_store_refresh(s, c))
+        c->store = NULL;
     c->scan = utls_scan_new(&prof, c->next_offset);
     /* After a KeyUpdate, the predictor built for the next key already holds
      * the records verified under it, in the new numbering: it is kept. */
@@ -397,7 +426,7 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     c->pred_config = pc;
     if (c->scratch == NULL)
         c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
-    if (c->reasm == NULL || c->scan == NULL || c->pred == NULL || !c->probe_ctx_valid
+    if (c->store == NULL || c->scan == NULL || c->pred == NULL || !c->probe_ctx_valid
         || c->scratch == NULL) {
         utls_ooo_reset(c);
         c->gen_ready = 1;
@@ -426,7 +455,8 @@ static void utls_ooo_sync(utls_conn *c)
 
     if (!c->stores_stale)
         return;
-    utls_reasm_advance(c->reasm, c->next_offset);
+    if (!c->store_shared)
+        utls_reasm_advance(c->store, c->next_offset); /* the BIO trims its own */
     utls_scan_advance(c->scan, c->next_offset);
     for (i = 2 - c->num_idle_anchors; i < 2; i++)
         utls_seqpred_add_anchor(c->pred, &c->idle_anchor[i]);
@@ -533,6 +563,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
             rr.data = NULL;
             rr.buf = NULL;
             rr.buf_is_scratch = 0;
+            rr.store_epoch = utls_store_epoch(c);
             if (!ready_add(c, &rr, pt))
                 c->stats.bytes_dropped += q->wire_len;
         }
@@ -715,7 +746,7 @@ static int failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
         int drop = 0;
 
         if (hit.offset < c->next_offset
-            || !utls_reasm_find_run(c->reasm, &run, hit.offset)
+            || !utls_reasm_find_run(c->store, &run, hit.offset)
             || run.offset + run.len < hit.offset + SSL3_RT_HEADER_LENGTH + hit.len) {
             drop = 1; /* passed in order, or no longer held */
         } else if (utls_try_record(s, c, &hit, &run, arrival_ns, &allowance)) {
@@ -749,7 +780,7 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
         utls_scan_result sr;
 
         again = 0;
-        if (!utls_reasm_find_run(c->reasm, &run, offset))
+        if (!utls_reasm_find_run(c->store, &run, offset))
             return;
         do {
             sr = utls_scan_feed(c->scan, hits, UTLS_SCAN_BATCH, &n, run.offset, run.data,
@@ -778,25 +809,78 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
 static int utls_bio_quiet(SSL *s, utls_conn *c)
 {
     if (c->sig_bio != s->rbio) {
+        size_t i;
+
         c->sig = NULL;
         c->sig_bio = s->rbio;
         if (s->rbio == NULL
             || BIO_ctrl(s->rbio, UTLS_BIO_CTRL_GET_SIGNALS, 0, (void *)&c->sig) != 1)
             c->sig = NULL;
+        /* Another BIO: its store's epochs say nothing about the bytes
+         * verified from the old one. */
+        seqset_forget_epochs(&c->ahead);
+        seqset_forget_epochs(&c->next_ahead);
+        for (i = 0; i < c->num_ready; i++)
+            c->ready[i].store_epoch = UTLS_NO_EPOCH;
+        if (c->partial_active)
+            c->partial.store_epoch = UTLS_NO_EPOCH;
     }
     return c->sig != NULL && c->sig->pending == 0;
 }
 
-/* utls_pump takes every fragment the read BIO has and processes it. */
+/*
+ * utls_store_refresh points c->store at the store fragments are read from:
+ * the read BIO's own when it shares one, else the connection's copy (made
+ * here if needed). Called at every entry point that reads the store. Returns
+ * 1 if there is a store.
+ */
+static int utls_store_refresh(SSL *s, utls_conn *c)
+{
+    utls_reasm_limits rl;
+
+    (void)utls_bio_quiet(s, c);
+    if (c->sig != NULL && c->sig->store != NULL) {
+        c->store = c->sig->store;
+        c->store_shared = 1;
+        return 1;
+    }
+    c->store_shared = 0;
+    if (c->reasm == NULL) {
+        rl.max_bytes = c->limits.max_bytes_held;
+        rl.max_fragments = c->limits.max_fragments;
+        rl.max_window = c->limits.max_window;
+        c->reasm = utls_reasm_new(&rl, c->next_offset);
+    }
+    c->store = c->reasm;
+    return c->store != NULL;
+}
+
+/* utls_store_epoch: the shared store's epoch, for a record verified now. */
+static uint64_t utls_store_epoch(const utls_conn *c)
+{
+    return c->store_shared && c->sig != NULL ? c->sig->store_epoch : UTLS_NO_EPOCH;
+}
+
+/* utls_shared_over_limits: with a shared store the BIO's receive window bounds
+ * the memory; the connection's limits still bound what the out-of-order side
+ * takes on (the bytes it scans and probes). A fragment past them is left to
+ * the in-order stream, as a copy would have been dropped. */
+static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *f)
+{
+    return f->offset + f->len - c->next_offset > c->limits.max_window
+        || utls_reasm_bytes_held(c->store) > c->limits.max_bytes_held
+        || utls_reasm_num_fragments(c->store) > c->limits.max_fragments;
+}
+
+/* utls_pump takes every fragment the read BIO has and processes it. Called
+ * only when the BIO is not known to be quiet or a rescan is due. */
 static void utls_pump(SSL *s, utls_conn *c)
 {
     utls_bio_fragment f;
     int ok;
     utls_reasm_stats before, after;
 
-    if (s->rbio == NULL || (utls_bio_quiet(s, c) && !c->rescan_pending))
-        return;
-    ok = utls_gen_setup(s, c);
+    ok = utls_gen_setup(s, c) && utls_store_refresh(s, c);
     if (ok && c->rescan_pending) {
         /* A new key: what is held past the hole is scanned again. */
         utls_reasm_run run;
@@ -805,25 +889,54 @@ static void utls_pump(SSL *s, utls_conn *c)
 
         c->rescan_pending = 0;
         utls_ooo_sync(c);
-        for (more = utls_reasm_first_run(c->reasm, &run); more;
-             more = utls_reasm_next_run(c->reasm, &run, at)) {
+        for (more = utls_reasm_first_run(c->store, &run); more;
+             more = utls_reasm_next_run(c->store, &run, at)) {
             at = run.offset;
             utls_process_run(s, c, run.offset, 0);
         }
     }
-    if (ok)
-        utls_reasm_get_stats(c->reasm, &before);
-    while (BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, &f) == 1) {
-        c->stats.fragments++;
-        if (!ok)
-            continue; /* drained: nothing can be delivered early */
+    if (ok && !c->store_shared)
+        utls_reasm_get_stats(c->store, &before);
+    for (;;) {
+        uint64_t at[UTLS_SCAN_BATCH], latest = 0;
+        size_t n = 0, k;
+
+        /*
+         * Take a batch of fragments first and credit the probe budget for all
+         * of them: with a shared store a run already holds the bytes of
+         * fragments not yet taken, and scanning it must not find the budget
+         * for those bytes missing. Records found are stamped with the latest
+         * arrival of the batch (never earlier than their last byte came).
+         */
+        while (n < UTLS_SCAN_BATCH && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, &f) == 1) {
+            c->stats.fragments++;
+            if (!ok)
+                continue; /* drained: nothing can be delivered early */
+            /* The probe budget grows with the bytes received past a hole. */
+            c->probe_budget += (double)f.len * (double)c->limits.max_probes_per_kib / 1024.0;
+            if (c->probe_budget
+                > UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64)
+                c->probe_budget
+                    = UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64;
+            if (c->store_shared) {
+                /* Already in the store, and new there (the BIO queues an
+                 * event only for bytes it stored for the first time). */
+                if (utls_shared_over_limits(c, &f)) {
+                    c->stats.bytes_dropped += f.len;
+                    continue;
+                }
+            } else if (utls_reasm_insert(c->store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
+                continue;
+            }
+            at[n++] = f.offset;
+            if (f.arrival_ns > latest)
+                latest = f.arrival_ns;
+        }
+        if (n == 0)
+            break;
         utls_ooo_sync(c);
-        /* The probe budget grows with the bytes received past a hole. */
-        c->probe_budget += (double)f.len * (double)c->limits.max_probes_per_kib / 1024.0;
-        if (c->probe_budget > UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64)
-            c->probe_budget = UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64;
-        if (utls_reasm_insert(c->reasm, f.offset, f.data, f.len) == UTLS_REASM_STORED)
-            utls_process_run(s, c, f.offset, f.arrival_ns);
+        for (k = 0; k < n; k++)
+            utls_process_run(s, c, at[k], latest);
     }
     /* Headers parked when the probe budget ran dry get another chance once
      * it has grown back (it grows with the bytes that keep arriving). */
@@ -833,8 +946,8 @@ static void utls_pump(SSL *s, utls_conn *c)
         while (failed_retry(s, c, 0))
             continue;
     }
-    if (ok) {
-        utls_reasm_get_stats(c->reasm, &after);
+    if (ok && !c->store_shared) {
+        utls_reasm_get_stats(c->store, &after);
         c->stats.bytes_dropped += (after.bytes_dropped_window - before.bytes_dropped_window)
             + (after.bytes_dropped_size - before.bytes_dropped_size)
             + (after.bytes_evicted - before.bytes_evicted);
@@ -948,27 +1061,43 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
     size_t i;
     unsigned char *rseq;
 
-    if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || c->reasm == NULL
-        || rr->rec_version == SSL2_VERSION)
+    if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || rr->rec_version == SSL2_VERSION)
         return 0;
     seq = utls_inorder_seq(s);
     i = seqset_lower(&c->ahead, seq);
-    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->cur_offset)
+    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->cur_offset
+        || c->ahead.wire_len[i] != c->cur_wire_len || !utls_store_refresh(s, c)) {
         return 0;
-    /*
-     * The out-of-order side kept the first bytes that arrived at this offset,
-     * never overwritten, and those authenticated as |seq|. Bytes equal to
-     * them authenticate too; any difference (an injected copy, a store that
-     * dropped them) and the record is decrypted as usual, failing exactly as
-     * it would in stock OpenSSL.
-     */
-    if (!utls_reasm_find_run(c->reasm, &run, c->cur_offset)
-        || run.offset + run.len < c->cur_offset + c->cur_wire_len
-        /* Ciphertext on both sides: public bytes, no need for constant time
-         * (CRYPTO_memcmp's byte loop would cost more than the decryption). */
-        || memcmp(run.data + (c->cur_offset - run.offset), RECORD_LAYER_get_packet(&s->rlayer),
-                  c->cur_wire_len) != 0)
+    }
+    if (c->store_shared && c->ahead.epoch[i] != UTLS_NO_EPOCH
+        && c->ahead.epoch[i] == c->sig->store_epoch) {
+        /*
+         * One store (utls_bio_signals.store): the in-order stream of this BIO
+         * is built from the very store the record was authenticated from, and
+         * a byte there keeps the value it first arrived with; only an
+         * eviction or a new store could change one, and either moves the
+         * epoch. So these are the authenticated bytes, unread.
+         */
+    } else if (c->store_shared
+               || !utls_reasm_find_run(c->store, &run, c->cur_offset)
+               || run.offset + run.len < c->cur_offset + c->cur_wire_len
+               /* Ciphertext on both sides: public bytes, no need for constant
+                * time (CRYPTO_memcmp's byte loop would cost more than the
+                * decryption). */
+               || memcmp(run.data + (c->cur_offset - run.offset),
+                         RECORD_LAYER_get_packet(&s->rlayer), c->cur_wire_len) != 0) {
+        /*
+         * A private copy (the tap: the kernel socket is the authority, and the
+         * capture may have seen an injected copy) keeps the first bytes that
+         * arrived at this offset, never overwritten, and those authenticated
+         * as |seq|. Bytes equal to them authenticate too; any difference (an
+         * injected copy, a store that dropped them, a changed epoch) and the
+         * record is decrypted as usual, failing exactly as it would in stock
+         * OpenSSL (and if it authenticates, it is still not delivered twice:
+         * utls_hook_record_done finds it in c->ahead).
+         */
         return 0;
+    }
     /* As if decrypted: the sequence number counts the record. */
     rseq = RECORD_LAYER_get_read_sequence(&s->rlayer);
     for (i = SEQ_NUM_SIZE; i > 0; i--)
@@ -1000,7 +1129,8 @@ static void ready_info(utls_conn *c, const utls_ready_record *r)
 /* Remembers ready record |r| as delivered, so the in-order path skips it. */
 static int mark_delivered(utls_conn *c, const utls_ready_record *r)
 {
-    return seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset);
+    return seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset,
+                      r->wire_len, r->store_epoch);
 }
 
 /* SSL_MODE_UNORDERED_PARTIAL: the next part of the record being returned. */
@@ -1041,13 +1171,21 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     c->post_handshake = 1;
     if (c->partial_active)
         return partial_read(c, buf, len, peek, readbytes, out_ret);
-    utls_pump(s, c);
+    /* The hot path in order: the BIO's signals, read in place, say nothing
+     * waits; no call. */
+    if (s->rbio != NULL
+        && (c->rescan_pending
+            || !((c->sig_bio == s->rbio && c->sig != NULL && c->sig->pending == 0)
+                 || utls_bio_quiet(s, c))))
+        utls_pump(s, c);
     while (c->num_ready > 0 && c->ready[0].gen < c->gen)
         ready_remove(c, 0); /* records of an older key were read in order */
     if (c->num_ready == 0) {
         /* A blocking fragment source woke the read for fragments that
          * completed no record: go back to waiting in order. */
-        if (s->rbio != NULL && !utls_bio_quiet(s, c)
+        if (s->rbio != NULL
+            && !((c->sig_bio == s->rbio && c->sig != NULL && c->sig->pending == 0)
+                 || utls_bio_quiet(s, c))
             && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
             return UTLS_HOOK_RETRY;
         return UTLS_HOOK_PASS;
@@ -1177,12 +1315,15 @@ void utls_hook_read_key_changed(SSL *s)
     c->gen_ready = 0;
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
-    c->rescan_pending = c->reasm != NULL && utls_reasm_num_fragments(c->reasm) > 0;
+    /* With a shared store the bytes the reader has not taken stay held there
+     * too; the pass is cheap when nothing is held (one sync of the noted
+     * in-order records). */
+    c->rescan_pending = c->store != NULL && utls_store_refresh(s, c);
     if (c->rescan_pending) {
         /* The rescan is paid for like the bytes' first arrival: a key change
          * is authenticated (it comes in order), so this is bounded by the
          * bytes held, once per key. */
-        c->probe_budget += (double)utls_reasm_bytes_held(c->reasm)
+        c->probe_budget += (double)utls_reasm_bytes_held(c->store)
             * (double)c->limits.max_probes_per_kib / 1024.0;
     }
     utls_seqpred_free(next_pred); /* not kept (handshake, renegotiation) */

@@ -1,0 +1,306 @@
+/*
+ * One store (docs/unordered.md, PERFORMANCE): with the segment BIO the SSL
+ * reads fragments past a hole from the BIO's own store, and a record it
+ * verified out of order is skipped unread when the in-order stream reaches
+ * it. That is sound only because a byte of the BIO's stream keeps the value
+ * it first arrived with, and because anything that could break that (an
+ * eviction) moves the store's epoch. These tests check both halves:
+ *
+ *   - held bytes win over a later straddling segment in the in-order stream;
+ *   - records verified early are skipped without a decryption, exactly once;
+ *   - a verified record evicted from the store and replaced by a forged copy
+ *     is not skipped: the in-order path decrypts it and fails as stock
+ *     OpenSSL would; replaced by an identical copy it authenticates and is
+ *     still not delivered twice.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/utls.h>
+
+#include "uharness.h"
+
+static EVP_PKEY *g_key;
+static X509 *g_cert;
+
+/* The segment BIO's bound on runs held past a hole (UTLS_SEG_MAX_RUNS in
+ * utls_bio.c): one more and the farthest run is evicted. */
+#define SEG_MAX_RUNS 65536
+
+/* Record 0 is the hole; records 1..NUM_MIDDLE fill the middle; the last one
+ * arrives first and is delivered out of order. The middle holds more than
+ * 2 * SEG_MAX_RUNS bytes, so that every other byte of it makes that many
+ * runs. */
+#define NUM_MIDDLE 9
+#define NUM_RECORDS (NUM_MIDDLE + 2)
+#define MIDDLE_LEN 16000
+#define MAX_LEN 16384
+
+typedef struct {
+    SSL_CTX *sctx, *cctx;
+    SSL *c, *s;
+    BIO *c_in, *c_out, *seg;
+    uint64_t base;
+    size_t len[NUM_RECORDS];
+    uint8_t *wire[NUM_RECORDS];
+    size_t wire_len[NUM_RECORDS];
+    uint64_t wire_off[NUM_RECORDS];
+    uint8_t *plain[NUM_RECORDS];
+} pair;
+
+static void pair_new(pair *p)
+{
+    uint8_t buf[65536];
+    int n;
+
+    memset(p, 0, sizeof(*p));
+    p->sctx = SSL_CTX_new(TLS_server_method());
+    p->cctx = SSL_CTX_new(TLS_client_method());
+    assert_true(SSL_CTX_use_certificate(p->sctx, g_cert) && SSL_CTX_use_PrivateKey(p->sctx, g_key));
+    SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
+    SSL_CTX_set_num_tickets(p->sctx, 0);
+    p->c = SSL_new(p->cctx);
+    p->s = SSL_new(p->sctx);
+    p->c_in = BIO_new(BIO_s_mem());
+    p->c_out = BIO_new(BIO_s_mem());
+    p->seg = BIO_new(UTLS_BIO_s_segment());
+    SSL_set_bio(p->c, p->c_in, p->c_out);
+    SSL_set_bio(p->s, p->seg, p->seg);
+    SSL_set_mode(p->s, SSL_MODE_UNORDERED);
+    SSL_set_connect_state(p->c);
+    SSL_set_accept_state(p->s);
+    for (int i = 0; i < 10; i++) {
+        size_t k;
+
+        SSL_do_handshake(p->c);
+        SSL_do_handshake(p->s);
+        while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p->seg, p->base, buf, (size_t)n));
+            p->base += (uint64_t)n;
+        }
+        while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0)
+            BIO_write(p->c_in, buf, (int)k);
+    }
+    assert_true(SSL_is_init_finished(p->s));
+    for (int r = 0; r < NUM_RECORDS; r++) {
+        p->len[r] = r == 0 ? 1000 : r == NUM_RECORDS - 1 ? 2000 : MIDDLE_LEN;
+        p->plain[r] = malloc(p->len[r]);
+        assert_non_null(p->plain[r]);
+        for (size_t i = 0; i < p->len[r]; i++)
+            p->plain[r][i] = (uint8_t)(r * 61 + i * 7 + 1);
+        assert_int_equal(SSL_write(p->c, p->plain[r], (int)p->len[r]), (int)p->len[r]);
+        n = (int)BIO_pending(p->c_out);
+        assert_true(n > (int)p->len[r]);
+        p->wire[r] = malloc((size_t)n);
+        assert_int_equal(BIO_read(p->c_out, p->wire[r], n), n);
+        p->wire_len[r] = (size_t)n;
+        p->wire_off[r] = p->base;
+        p->base += (uint64_t)n;
+    }
+}
+
+static void pair_free(pair *p)
+{
+    for (int r = 0; r < NUM_RECORDS; r++) {
+        free(p->wire[r]);
+        free(p->plain[r]);
+    }
+    SSL_free(p->c);
+    SSL_free(p->s);
+    SSL_CTX_free(p->cctx);
+    SSL_CTX_free(p->sctx);
+}
+
+static void push(pair *p, int r)
+{
+    assert_true(UTLS_BIO_segment_push(p->seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
+}
+
+/* read_record reads one record and checks it is record |r| (in or out of
+ * order as |out_of_order| says). */
+static void read_record(pair *p, int r, int out_of_order)
+{
+    uint8_t buf[MAX_LEN];
+    size_t n;
+    UTLS_RECORD_INFO info;
+
+    ERR_clear_error();
+    if (!UTLS_read_record(p->s, buf, sizeof(buf), &n, &info)) {
+        uh_errors_to_stderr("onestore");
+        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(p->s, 0));
+    }
+    assert_int_equal(n, p->len[r]);
+    assert_memory_equal(buf, p->plain[r], n);
+    assert_int_equal(info.out_of_order != 0, out_of_order);
+    assert_int_equal(info.stream_offset, p->wire_off[r]);
+}
+
+/* read_fails reads and expects failure with SSL_get_error |err|. */
+static void read_fails(pair *p, int err)
+{
+    uint8_t buf[MAX_LEN];
+    size_t n;
+
+    ERR_clear_error();
+    assert_false(UTLS_read_record(p->s, buf, sizeof(buf), &n, NULL));
+    assert_int_equal(SSL_get_error(p->s, 0), err);
+    ERR_clear_error();
+}
+
+static void test_onestore_held_bytes_win(void **state)
+{
+    BIO *b = BIO_new(UTLS_BIO_s_segment());
+    uint8_t data[40], forged[40], out[64];
+
+    (void)state;
+    assert_non_null(b);
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i + 1);
+    memcpy(forged, data, sizeof(forged));
+    memset(forged + 18, 0xee, 22);
+    /* Bytes 20..40 are held past the hole; a segment from 0 that reaches
+     * into them with other values: the held ones are the stream. */
+    assert_int_equal(UTLS_BIO_segment_push(b, 20, data + 20, 20), 1);
+    assert_int_equal(UTLS_BIO_segment_push(b, 0, forged, 40), 1);
+    assert_int_equal(BIO_read(b, out, sizeof(out)), 40);
+    assert_memory_equal(out, forged, 20);      /* new bytes below the held ones */
+    assert_memory_equal(out + 20, data + 20, 20);
+    /* Straddling the in-order end and reaching past the held run: the bytes
+     * beyond it are new and kept too. */
+    assert_int_equal(UTLS_BIO_segment_push(b, 50, data, 5), 1);
+    memset(forged, 0xaa, sizeof(forged));
+    assert_int_equal(UTLS_BIO_segment_push(b, 40, forged, 20), 1);
+    assert_int_equal(BIO_read(b, out, sizeof(out)), 20);
+    assert_memory_equal(out, forged, 10);
+    assert_memory_equal(out + 10, data, 5);
+    assert_memory_equal(out + 15, forged + 15, 5);
+    BIO_free(b);
+}
+
+static void test_onestore_skips_verified_records(void **state)
+{
+    pair p;
+    UTLS_STATS st;
+
+    (void)state;
+    pair_new(&p);
+    for (int r = 1; r < NUM_RECORDS; r++)
+        push(&p, r);
+    for (int r = 1; r < NUM_RECORDS; r++)
+        read_record(&p, r, 1);
+    read_fails(&p, SSL_ERROR_WANT_READ);
+    push(&p, 0);
+    read_record(&p, 0, 0);
+    read_fails(&p, SSL_ERROR_WANT_READ); /* nothing twice */
+    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    assert_int_equal(st.records_out_of_order, NUM_RECORDS - 1);
+    assert_int_equal(st.records_in_order, 1);
+    assert_int_equal(st.records_skipped, NUM_RECORDS - 1);
+    /* Every early record was passed in order without a decryption. */
+    assert_int_equal(st.decryptions_saved, NUM_RECORDS - 1);
+    pair_free(&p);
+}
+
+/* evict_last pushes every other byte of the middle records, SEG_MAX_RUNS
+ * runs: with the last record's run that is one too many, and the farthest
+ * run (the last record) is evicted. Then the middle is completed. */
+static void evict_last(pair *p)
+{
+    uint64_t start = p->wire_off[1], end = p->wire_off[NUM_RECORDS - 1];
+    size_t k;
+
+    assert_true(end - start >= 2 * (uint64_t)SEG_MAX_RUNS);
+    for (k = 0; k < SEG_MAX_RUNS; k++) {
+        uint64_t off = start + 2 * k;
+        int r = 1 + (int)((off - start) / p->wire_len[1]);
+
+        assert_true(UTLS_BIO_segment_push(p->seg, off, p->wire[r] + (off - p->wire_off[r]), 1));
+    }
+    for (int r = 1; r < NUM_RECORDS - 1; r++)
+        push(p, r);
+}
+
+static void run_evicted(int forge)
+{
+    pair p;
+    int last = NUM_RECORDS - 1;
+    UTLS_STATS st;
+
+    pair_new(&p);
+    push(&p, last);
+    read_record(&p, last, 1); /* verified and delivered early */
+    read_fails(&p, SSL_ERROR_WANT_READ);
+    evict_last(&p);
+    if (forge)
+        p.wire[last][p.wire_len[last] - 20] ^= 0x01; /* ciphertext, same length */
+    push(&p, last);
+    /* The middle records are complete past the hole now: delivered early.
+     * The copy of the last one is not delivered again. */
+    for (int r = 1; r < last; r++)
+        read_record(&p, r, 1);
+    read_fails(&p, SSL_ERROR_WANT_READ);
+    push(&p, 0);
+    read_record(&p, 0, 0);
+    if (forge) {
+        /* The middle ones are passed unread; the last one is decrypted in
+         * order, as stock OpenSSL would, and fails: bad_record_mac. */
+        read_fails(&p, SSL_ERROR_SSL);
+        assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+        assert_int_equal(st.records_out_of_order, last);
+        assert_int_equal(st.decryptions_saved, NUM_MIDDLE);
+    } else {
+        /* It authenticates in order, and is skipped: delivered once. */
+        read_fails(&p, SSL_ERROR_WANT_READ);
+        assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+        assert_int_equal(st.records_out_of_order, last);
+        assert_int_equal(st.records_skipped, last);
+        assert_int_equal(st.decryptions_saved, NUM_MIDDLE); /* the last: decrypted */
+    }
+    pair_free(&p);
+}
+
+static void test_onestore_evicted_then_forged(void **state)
+{
+    (void)state;
+    run_evicted(1);
+}
+
+static void test_onestore_evicted_then_identical(void **state)
+{
+    (void)state;
+    run_evicted(0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    EVP_PKEY_free(g_key);
+    X509_free(g_cert);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_onestore_held_bytes_win),
+        cmocka_unit_test(test_onestore_skips_verified_records),
+        cmocka_unit_test(test_onestore_evicted_then_forged),
+        cmocka_unit_test(test_onestore_evicted_then_identical),
+    };
+    return cmocka_run_group_tests_name("unordered-onestore", tests, setup, teardown);
+}
