@@ -86,6 +86,28 @@ net_wait_ready() {
     done
 }
 
+# net_run_stream BIN ADDR "RECV_ARGS" "SEND_ARGS": one run of a streaming
+# example (utls-stream, utls-substreams) over the testbed. Starts
+# `BIN recv --listen ADDR RECV_ARGS` in the receiver namespace in the
+# background (RECV_PID; log WORK/recv.jsonl), waits for its ready file, runs
+# `BIN send --connect ADDR SEND_ARGS` in the sender namespace (log
+# WORK/send.jsonl), both with --require fork --quiet, then net_wait_receiver
+# (sets RRC). RECV_ARGS and SEND_ARGS are split on spaces. FAIL and exit 1 if
+# the receiver does not start or the sender fails.
+net_run_stream() {
+    local bin=$1 addr=$2 recv_args=$3 send_args=$4
+    # shellcheck disable=SC2086 # the option strings are meant to split
+    "$TB" --prefix "$PREFIX" exec receiver -- "$bin" recv --listen "$addr" $recv_args \
+        --require fork --ready "$WORK/ready" --out "$WORK/recv.jsonl" --quiet &
+    RECV_PID=$!
+    net_wait_ready "$WORK/ready" receiver
+    # shellcheck disable=SC2086
+    "$TB" --prefix "$PREFIX" exec sender -- "$bin" send --connect "$addr" $send_args \
+        --require fork --out "$WORK/send.jsonl" --quiet ||
+        { echo "FAIL: the sender failed"; exit 1; }
+    net_wait_receiver
+}
+
 # net_wait_receiver: waits for RECV_PID, sets RRC to its exit status, clears
 # RECV_PID (nothing left to kill) and prints the status and the last line of
 # WORK/recv.jsonl (the receiver's summary).

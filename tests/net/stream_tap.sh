@@ -23,16 +23,9 @@ RECV_PID=
 net_testbed_up --rtt 100 --loss 2 --seed 4242
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
 
-"$TB" --prefix "$PREFIX" exec receiver -- "$BIN" recv --mode utls --listen "$ADDR" \
-    --count "$COUNT" --size 1448 --require fork --ready "$WORK/ready" \
-    --out "$WORK/recv.jsonl" --timeout 60 --quiet &
-RECV_PID=$!
-net_wait_ready "$WORK/ready" receiver
-"$TB" --prefix "$PREFIX" exec sender -- "$BIN" send --mode utls --connect "$ADDR" \
-    --count "$COUNT" --size 1448 --interval 10 --require fork \
-    --out "$WORK/send.jsonl" --timeout 60 --quiet ||
-    { echo "FAIL: the sender failed"; exit 1; }
-net_wait_receiver
+net_run_stream "$BIN" "$ADDR" \
+    "--mode utls --count $COUNT --size 1448 --timeout 60" \
+    "--mode utls --count $COUNT --size 1448 --interval 10 --timeout 60"
 "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]

@@ -25,16 +25,9 @@ RECV_PID=
 net_testbed_up --rtt 100 --loss 2 --seed 9090
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
 
-"$TB" --prefix "$PREFIX" exec receiver -- "$BIN" recv --mode utls_streams --listen "$ADDR" \
-    --count "$COUNT" --streams 4 --size 300 --require fork --ready "$WORK/ready" \
-    --out "$WORK/recv.jsonl" --timeout 90 --quiet &
-RECV_PID=$!
-net_wait_ready "$WORK/ready" receiver
-"$TB" --prefix "$PREFIX" exec sender -- "$BIN" send --mode utls_streams --connect "$ADDR" \
-    --count "$COUNT" --streams 4 --size 300 --interval 20 --require fork \
-    --out "$WORK/send.jsonl" --timeout 90 --quiet ||
-    { echo "FAIL: the sender failed"; exit 1; }
-net_wait_receiver
+net_run_stream "$BIN" "$ADDR" \
+    "--mode utls_streams --count $COUNT --streams 4 --size 300 --timeout 90" \
+    "--mode utls_streams --count $COUNT --streams 4 --size 300 --interval 20 --timeout 90"
 "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]

@@ -24,16 +24,9 @@ RECV_PID=
 net_testbed_up --rtt 100 --loss 2 --seed 4242
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4434
 
-"$TB" --prefix "$PREFIX" exec receiver -- "$BIN" recv --mode ucobs --listen "$ADDR" \
-    --count "$COUNT" --size 1440 --require fork --ready "$WORK/ready" \
-    --out "$WORK/recv.jsonl" --timeout 60 --quiet &
-RECV_PID=$!
-net_wait_ready "$WORK/ready" receiver
-"$TB" --prefix "$PREFIX" exec sender -- "$BIN" send --mode ucobs --connect "$ADDR" \
-    --count "$COUNT" --size 1440 --interval 10 --require fork \
-    --out "$WORK/send.jsonl" --timeout 60 --quiet ||
-    { echo "FAIL: the sender failed"; exit 1; }
-net_wait_receiver
+net_run_stream "$BIN" "$ADDR" \
+    "--mode ucobs --count $COUNT --size 1440 --timeout 60" \
+    "--mode ucobs --count $COUNT --size 1440 --interval 10 --timeout 60"
 "$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
