@@ -109,8 +109,9 @@ CSUM1=$(csum_errors)
 echo "injector exit $IRC, sender exit $SRC, receiver exit $RRC, $(( $(date +%s) - T0 )) s"
 tail -1 "$WORK/recv.jsonl"
 
-"$PY" - "$WORK" "$COUNT" "$((CSUM1 - CSUM0))" "$IRC" "$SRC" "$RRC" "${GOOD:-bad}" <<'PY'
+PYTHONPATH="$HERE" "$PY" - "$WORK" "$COUNT" "$((CSUM1 - CSUM0))" "$IRC" "$SRC" "$RRC" "${GOOD:-bad}" <<'PY'
 import json, os, sys
+from netcheck import check, finish
 work, count, csum_err = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 irc, src, rrc, mode = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
 def load(name):
@@ -119,11 +120,6 @@ def load(name):
             return json.load(f)
     except (OSError, ValueError):
         return {}
-fails = []
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        fails.append(what)
 inj, cnt, st = load("inject.json"), load("count.json"), load("stats.json")
 lines = [json.loads(l) for l in open(os.path.join(work, "recv.jsonl")) if l.strip()]
 sent = {}
@@ -194,7 +190,7 @@ check(t.get("packets", 0) >= ga + fa - 20 and t.get("packets", 0) - ga >= 0.95 *
 if mode != "--good-checksum":
     check(csum_err >= 0.95 * fa,
           "the kernel's TCP rejected them: InCsumErrors +%d for %d forged arrivals" % (csum_err, fa))
-sys.exit(1 if fails else 0)
+finish()
 PY
 PRC=$?
 [ "$PRC" = 0 ] && echo "PASS ($(( $(date +%s) - T0 )) s)"

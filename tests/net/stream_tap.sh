@@ -26,17 +26,11 @@ ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
 net_run_stream "$BIN" "$ADDR" \
     "--mode utls --count $COUNT --size 1448 --timeout 60" \
     "--mode utls --count $COUNT --size 1448 --interval 10 --timeout 60"
-"$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
+PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
 import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+from netcheck import check, count_really_early, finish, receiver_log
 count = int(sys.argv[2])
-start, end = lines[0], lines[-1]
-recs = [l for l in lines[1:] if "event" not in l]
-fails = []
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        fails.append(what)
+start, end, recs = receiver_log(sys.argv[1])
 check(start.get("fork") == 1, "the receiver ran the fork (%s)" % start.get("libssl"))
 check(end.get("event") == "end", "the receiver finished its log")
 good = [r["i"] for r in recs if r.get("ok") == 1]
@@ -52,12 +46,8 @@ t = end.get("tap", {})
 check(t.get("packets", 0) >= count, "the tap captured the stream (%s packets)" % t.get("packets"))
 check(t.get("ring_drops", 1) == 0, "no tap ring drops")
 # Out-of-order records must really be early: delivered before an earlier one.
-first_seen = {}
-for pos, r in enumerate(recs):
-    first_seen.setdefault(r["i"], pos)
-early = sum(1 for r in recs if r.get("ooo") == 1
-            and any(first_seen.get(j, 1 << 30) > first_seen[r["i"]] for j in range(r["i"])))
+early = count_really_early(recs)
 check(early == ooo, "each out-of-order record came before an earlier record (%d)" % early)
-sys.exit(1 if fails else 0)
+finish()
 PY
 net_verdict $?

@@ -28,17 +28,11 @@ ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
 net_run_stream "$BIN" "$ADDR" \
     "--mode utls_streams --count $COUNT --streams 4 --size 300 --timeout 90" \
     "--mode utls_streams --count $COUNT --streams 4 --size 300 --interval 20 --timeout 90"
-"$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
+import sys
+from netcheck import check, finish, receiver_log
 count = int(sys.argv[2])
-start, end = lines[0], lines[-1]
-msgs = [l for l in lines[1:] if "event" not in l]
-fails = []
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        fails.append(what)
+start, end, msgs = receiver_log(sys.argv[1])
 check(start.get("fork") == 1, "the receiver ran the fork (%s)" % start.get("libssl"))
 check(end.get("event") == "end", "the receiver finished its log")
 check(all(m.get("ok") == 1 for m in msgs), "every message intact, none duplicated")
@@ -74,6 +68,6 @@ check(end.get("utls", {}).get("fallback", "").startswith("none"),
       "no fallback (%s)" % end.get("utls", {}).get("fallback"))
 check(end.get("streams", {}).get("failed_reason") == 0, "the sub-stream layer did not fail")
 check(end.get("tap", {}).get("ring_drops", 1) == 0, "no tap ring drops")
-sys.exit(1 if fails else 0)
+finish()
 PY
 net_verdict $?

@@ -27,18 +27,12 @@ ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4434
 net_run_stream "$BIN" "$ADDR" \
     "--mode ucobs --count $COUNT --size 1440 --timeout 60" \
     "--mode ucobs --count $COUNT --size 1440 --interval 10 --timeout 60"
-"$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
+PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
 import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+from netcheck import check, count_really_early, finish, receiver_log
 sent = [json.loads(l) for l in open(sys.argv[2])]
 count = int(sys.argv[3])
-start, end = lines[0], lines[-1]
-recs = [l for l in lines[1:] if "event" not in l]
-fails = []
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        fails.append(what)
+start, end, recs = receiver_log(sys.argv[1])
 check(start.get("fork") == 1 and start.get("mode") == "ucobs",
       "the receiver ran the fork in ucobs mode (%s)" % start.get("libssl"))
 check(end.get("event") == "end", "the receiver finished its log")
@@ -62,12 +56,9 @@ wl = [r.get("wire_len") for r in recs] + [s.get("wire_len") for s in sent if "i"
 check(all(w == 1448 for w in wl), "every frame is 1448 bytes on the wire")
 offs = sorted(r["offset"] for r in recs)
 check(offs == [1448 * i for i in range(count)], "datagram offsets are the frames' opening markers")
-first_seen = {}
-for pos, r in enumerate(recs):
-    first_seen.setdefault(r["i"], pos)
-early = sum(1 for r in recs if r.get("ooo") == 1
-            and any(first_seen.get(j, 1 << 30) > first_seen[r["i"]] for j in range(r["i"])))
+# Out-of-order records must really be early: delivered before an earlier one.
+early = count_really_early(recs)
 check(early == ooo, "each out-of-order datagram came before an earlier one (%d)" % early)
-sys.exit(1 if fails else 0)
+finish()
 PY
 net_verdict $?
