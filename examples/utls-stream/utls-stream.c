@@ -44,6 +44,10 @@
  *         The payload has no zero byte after its 24-byte header, so every
  *         frame is S + 2 + ceil((S - 24) / 254) bytes: S = 1440 makes 1448.
  *
+ * The plumbing (die/note, clocks, addresses, sockets, the certificate, the
+ * --ready file) is in ../common/example_util.[ch], shared with the other
+ * streaming example; everything uTLS is in this file.
+ *
  * Exit status: 0 when every record arrived exactly once and intact (dtls:
  * none duplicated or corrupted), 1 otherwise, 2 on setup errors, 77 when
  * utls mode cannot open the tap (no CAP_NET_RAW) and --skip-without-tap.
@@ -73,6 +77,8 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+
+#include "example_util.h"
 #ifndef UTLS_STREAM_STOCK
 # include <openssl/utls.h>
 #endif
@@ -101,49 +107,6 @@ static struct {
 
 static FILE *logf_;
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fprintf(stderr, "utls-stream: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    ERR_print_errors_fp(stderr);
-    exit(2);
-}
-
-static void note(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (opt.quiet)
-        return;
-    va_start(ap, fmt);
-    fprintf(stderr, "utls-stream: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int64_t real_minus_mono_ns(void)
-{
-    struct timespec r, m;
-
-    clock_gettime(CLOCK_REALTIME, &r);
-    clock_gettime(CLOCK_MONOTONIC, &m);
-    return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000 + (r.tv_nsec - m.tv_nsec);
-}
-
 static const char *mode_name(enum mode m)
 {
     return m == MODE_TLS ? "tls" : m == MODE_UTLS ? "utls" : m == MODE_UCOBS ? "ucobs" : "dtls";
@@ -151,21 +114,10 @@ static const char *mode_name(enum mode m)
 
 /* --- Which libssl is this? ------------------------------------------------ */
 
-static const char *loaded_libssl(void)
-{
-    static char path[4096];
-    Dl_info di;
-
-    if (dladdr((void *)&SSL_read, &di) == 0 || di.dli_fname == NULL)
-        return "?";
-    if (realpath(di.dli_fname, path) == NULL)
-        snprintf(path, sizeof(path), "%s", di.dli_fname);
-    return path;
-}
-
+/* The fork exports UTLS_version; a stock libssl does not. */
 static int loaded_is_fork(void)
 {
-    return dlsym(RTLD_DEFAULT, "UTLS_version") != NULL;
+    return symbol_loaded("UTLS_version");
 }
 
 static void check_library(void)
@@ -199,27 +151,6 @@ static void log_start(const char *role)
 }
 
 /* --- Payload ---------------------------------------------------------------- */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 static unsigned char pattern(uint32_t idx, size_t j)
 {
@@ -286,75 +217,6 @@ static int check_payload(const unsigned char *p, size_t len, uint32_t *idx, uint
     return *idx < (uint64_t)opt.count;
 }
 
-/* --- Addresses and certificates -------------------------------------------- */
-
-static void parse_addr(const char *s, int socktype, struct sockaddr_storage *ss, socklen_t *sl)
-{
-    char host[256];
-    const char *colon = strrchr(s, ':');
-    struct addrinfo hints = {0}, *res;
-    int rc;
-
-    if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
-        die("address %s: want HOST:PORT", s);
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-        memmove(host, host + 1, strlen(host));
-        host[strlen(host) - 1] = 0;
-    }
-    hints.ai_socktype = socktype;
-    hints.ai_flags = AI_NUMERICSERV;
-    if ((rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res)) != 0)
-        die("address %s: %s", s, gai_strerror(rc));
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *sl = res->ai_addrlen;
-    freeaddrinfo(res);
-}
-
-static void make_cert(SSL_CTX *ctx)
-{
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-
-    if (key == NULL || x == NULL
-        || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
-        || X509_gmtime_adj(X509_getm_notBefore(x), -60) == NULL
-        || X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL
-        || !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-                                       (const unsigned char *)"utls-stream", -1, -1, 0)
-        || !X509_set_issuer_name(x, X509_get_subject_name(x))
-        || !X509_set_pubkey(x, key) || !X509_sign(x, key, EVP_sha256())
-        || !SSL_CTX_use_certificate(ctx, x) || !SSL_CTX_use_PrivateKey(ctx, key))
-        die("cannot make a certificate");
-    X509_free(x);
-    EVP_PKEY_free(key);
-}
-
-/* Writes the port |fd| is bound to (useful with port 0) to the --ready file,
- * atomically: the file appears complete or not at all. */
-static void touch_ready(int fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char tmp[4096];
-    FILE *f;
-    int port = 0;
-
-    if (opt.ready == NULL)
-        return;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", opt.ready);
-    if ((f = fopen(tmp, "w")) == NULL)
-        die("cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f, "%d\n", port);
-    fclose(f);
-    if (rename(tmp, opt.ready) != 0)
-        die("cannot rename %s: %s", tmp, strerror(errno));
-}
-
 /* --- Receiver ---------------------------------------------------------------- */
 
 static unsigned char *seen;
@@ -383,20 +245,6 @@ static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns, const 
             (unsigned long long)send_ns, (unsigned long long)recv_ns, extra);
     if (!opt.quiet && num_ok % 500 == 0)
         note("recv %s: %ld records (%ld out of order)", mode_name(opt.mode), num_ok, num_ooo);
-}
-
-static int listen_socket(int type, struct sockaddr_storage *ss, socklen_t sl)
-{
-    int fd = socket(ss->ss_family, type, 0), one = 1;
-
-    if (fd < 0)
-        die("socket: %s", strerror(errno));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)ss, sl) != 0)
-        die("bind %s: %s", opt.addr, strerror(errno));
-    if (type == SOCK_STREAM && listen(fd, 4) != 0)
-        die("listen: %s", strerror(errno));
-    return fd;
 }
 
 static void log_end(SSL *ssl, BIO *tapbio, uint64_t first_ns, uint64_t last_ns)
@@ -526,7 +374,7 @@ static int recv_tcp(void)
 #endif
 
     parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl);
+    lfd = listen_socket(SOCK_STREAM, &ss, sl, opt.addr);
 #ifndef UTLS_STREAM_STOCK
     if (opt.mode == MODE_UTLS || opt.mode == MODE_UCOBS) {
         /* Before any SYN can arrive: the tap needs the ISN from the SYN. */
@@ -544,7 +392,7 @@ static int recv_tcp(void)
         }
     }
 #endif
-    touch_ready(lfd);
+    touch_ready(opt.ready, lfd);
     note("recv %s: listening on %s", mode_name(opt.mode), opt.addr);
     if ((fd = accept(lfd, NULL, NULL)) < 0)
         die("accept: %s", strerror(errno));
@@ -562,7 +410,7 @@ static int recv_tcp(void)
 
     if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
         die("SSL_CTX_new");
-    make_cert(ctx);
+    make_cert(ctx, "utls-stream");
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
     if ((ssl = SSL_new(ctx)) == NULL)
         die("SSL_new");
@@ -659,17 +507,6 @@ done:
     return num_ok == opt.count && num_bad == 0 && num_dup == 0 ? 0 : 1;
 }
 
-/* Waits up to |ms| for |fd| to become readable. */
-static int wait_readable(int fd, long ms)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int r;
-
-    while ((r = poll(&p, 1, (int)ms)) < 0 && errno == EINTR)
-        continue;
-    return r > 0;
-}
-
 static int recv_dtls(void)
 {
     struct sockaddr_storage ss, peer;
@@ -683,8 +520,8 @@ static int recv_dtls(void)
     struct timeval tv;
 
     parse_addr(opt.addr, SOCK_DGRAM, &ss, &sl);
-    fd = listen_socket(SOCK_DGRAM, &ss, sl);
-    touch_ready(fd);
+    fd = listen_socket(SOCK_DGRAM, &ss, sl, opt.addr);
+    touch_ready(opt.ready, fd);
     note("recv dtls: listening on %s", opt.addr);
     /* The first datagram (a ClientHello) names the peer: talk only to it. */
     if (recvfrom(fd, buf, sizeof(buf), MSG_PEEK, (struct sockaddr *)&peer, &pl) < 0)
@@ -693,7 +530,7 @@ static int recv_dtls(void)
         die("connect: %s", strerror(errno));
     if ((ctx = SSL_CTX_new(DTLS_server_method())) == NULL)
         die("SSL_CTX_new");
-    make_cert(ctx);
+    make_cert(ctx, "utls-stream");
     SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION);
     SSL_CTX_set_read_ahead(ctx, 1);
     if ((ssl = SSL_new(ctx)) == NULL || (bio = BIO_new_dgram(fd, BIO_CLOSE)) == NULL)
@@ -746,38 +583,6 @@ static int recv_dtls(void)
 }
 
 /* --- Sender ------------------------------------------------------------------ */
-
-static void sleep_until(uint64_t t)
-{
-    struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u), .tv_nsec = (long)(t % 1000000000u)};
-
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        continue;
-}
-
-static int connect_retry(int type, struct sockaddr_storage *ss, socklen_t sl)
-{
-    uint64_t deadline = now_ns() + 15000000000ull;
-    int fd, one = 1;
-
-    for (;;) {
-        if ((fd = socket(ss->ss_family, type, 0)) < 0)
-            die("socket: %s", strerror(errno));
-        if (type == SOCK_STREAM) {
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* no Nagle */
-            if (opt.cc != NULL
-                && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, opt.cc, strlen(opt.cc)) != 0)
-                die("congestion control %s: %s", opt.cc, strerror(errno));
-        }
-        if (connect(fd, (struct sockaddr *)ss, sl) == 0)
-            return fd;
-        if (type != SOCK_STREAM || (errno != ECONNREFUSED && errno != ENETUNREACH)
-            || now_ns() > deadline)
-            die("connect %s: %s", opt.addr, strerror(errno));
-        close(fd);
-        usleep(50000);
-    }
-}
 
 #ifndef UTLS_STREAM_STOCK
 /* send_ucobs: one UTLS_ucobs_send (one frame, one send call) per message. */
@@ -832,7 +637,7 @@ static int do_send(void)
     long i;
 
     parse_addr(opt.addr, dtls ? SOCK_DGRAM : SOCK_STREAM, &ss, &sl);
-    fd = connect_retry(dtls ? SOCK_DGRAM : SOCK_STREAM, &ss, sl);
+    fd = connect_retry(dtls ? SOCK_DGRAM : SOCK_STREAM, &ss, sl, opt.addr, opt.cc);
 #ifndef UTLS_STREAM_STOCK
     if (opt.mode == MODE_UCOBS)
         return send_ucobs(fd);
@@ -917,6 +722,7 @@ int main(int argc, char **argv)
 {
     int i, rc, sender;
 
+    example_name = "utls-stream";
     if (argc < 2)
         usage();
     if (strcmp(argv[1], "send") == 0)
@@ -933,7 +739,7 @@ int main(int argc, char **argv)
             continue;
         }
         if (strcmp(a, "--quiet") == 0) {
-            opt.quiet = 1;
+            opt.quiet = example_quiet = 1;
             continue;
         }
         if (v == NULL)

@@ -27,6 +27,10 @@
  *   {"s":2,"q":17,"send_ns":...,"recv_ns":...,"held":0,"ooo":1,"off":..,"wl":..,"ok":1}
  * (off, wl: its record's stream offset and wire length, utls_streams mode)
  * and a last line {"event":"end",...} with the totals, per-stream counts and
+ * The plumbing (die/note, clocks, addresses, sockets, the certificate, the
+ * --ready file) is in ../common/example_util.[ch], shared with the other
+ * streaming example; everything uTLS is in this file.
+ *
  * the order check: a message whose number is not its stream's next is an
  * "order_violation". Exit status 0 when every message arrived exactly once,
  * intact and in its stream's order; 1 otherwise; 2 on setup errors; 77 in
@@ -53,6 +57,8 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+
+#include "example_util.h"
 #ifndef UTLS_SUBSTREAMS_STOCK
 # include <openssl/utls.h>
 #endif
@@ -74,79 +80,19 @@ static struct {
 
 static FILE *logf_;
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    fprintf(stderr, "utls-substreams: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    ERR_print_errors_fp(stderr);
-    exit(2);
-}
-
-static void note(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (opt.quiet)
-        return;
-    va_start(ap, fmt);
-    fprintf(stderr, "utls-substreams: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-}
-
 static const char *mode_name(void)
 {
     return opt.mode == MODE_TLS ? "tls" : "utls_streams";
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The libssl mapped into this process, and whether it is the fork. */
-static const char *loaded_libssl(void)
-{
-    static char path[4096];
-    Dl_info di;
-
-    if (dladdr((void *)&SSL_read, &di) == 0 || di.dli_fname == NULL)
-        return "?";
-    if (realpath(di.dli_fname, path) == NULL)
-        snprintf(path, sizeof(path), "%s", di.dli_fname);
-    return path;
-}
-
+/* Whether the libssl mapped into this process is the fork (it exports the
+ * sub-stream API; a stock libssl does not). */
 static int loaded_is_fork(void)
 {
-    return dlsym(RTLD_DEFAULT, "UTLS_stream_read") != NULL;
+    return symbol_loaded("UTLS_stream_read");
 }
 
 /* --- Messages ------------------------------------------------------------ */
-
-static void le_put(unsigned char *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t le_get(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-
-    for (int i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 static unsigned char pattern(uint32_t stream, uint64_t seq, size_t j)
 {
@@ -155,12 +101,12 @@ static unsigned char pattern(uint32_t stream, uint64_t seq, size_t j)
 
 static void msg_fill(unsigned char *p, uint32_t stream, uint64_t seq, uint64_t send_ns)
 {
-    le_put(p, MSG_MAGIC, 4);
-    le_put(p + 4, stream, 4);
-    le_put(p + 8, seq, 8);
-    le_put(p + 16, send_ns, 8);
-    le_put(p + 24, (uint64_t)opt.size, 4);
-    le_put(p + 28, 0, 4);
+    put32(p, MSG_MAGIC);
+    put32(p + 4, stream);
+    put64(p + 8, seq);
+    put64(p + 16, send_ns);
+    put32(p + 24, (uint32_t)opt.size);
+    put32(p + 28, 0);
     for (size_t j = MSG_HDR; j < (size_t)opt.size; j++)
         p[j] = pattern(stream, seq, j);
 }
@@ -169,11 +115,11 @@ static void msg_fill(unsigned char *p, uint32_t stream, uint64_t seq, uint64_t s
 static int msg_check(const unsigned char *p, size_t len, uint32_t *stream, uint64_t *seq,
                      uint64_t *send_ns)
 {
-    if (len != (size_t)opt.size || le_get(p, 4) != MSG_MAGIC || le_get(p + 24, 4) != len)
+    if (len != (size_t)opt.size || get32(p) != MSG_MAGIC || get32(p + 24) != len)
         return 0;
-    *stream = (uint32_t)le_get(p + 4, 4);
-    *seq = le_get(p + 8, 8);
-    *send_ns = le_get(p + 16, 8);
+    *stream = get32(p + 4);
+    *seq = get64(p + 8);
+    *send_ns = get64(p + 16);
     if (*stream >= (uint32_t)opt.streams)
         return 0;
     for (size_t j = MSG_HDR; j < len; j++)
@@ -232,66 +178,6 @@ static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns, int ha
     fprintf(logf_, ",\"ok\":1}\n");
     if (!opt.quiet && num_ok % 1000 == 0)
         note("recv %s: %ld messages", mode_name(), num_ok);
-}
-
-static void make_cert(SSL_CTX *ctx)
-{
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-
-    if (key == NULL || x == NULL || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
-        || X509_gmtime_adj(X509_getm_notBefore(x), -60) == NULL
-        || X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL
-        || !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-                                       (const unsigned char *)"utls-substreams", -1, -1, 0)
-        || !X509_set_issuer_name(x, X509_get_subject_name(x)) || !X509_set_pubkey(x, key)
-        || !X509_sign(x, key, EVP_sha256()) || !SSL_CTX_use_certificate(ctx, x)
-        || !SSL_CTX_use_PrivateKey(ctx, key))
-        die("cannot make a certificate");
-    X509_free(x);
-    EVP_PKEY_free(key);
-}
-
-static void parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *sl)
-{
-    char host[256];
-    const char *colon = strrchr(s, ':');
-    struct addrinfo hints = {0}, *res;
-    int rc;
-
-    if (colon == NULL || (size_t)(colon - s) >= sizeof(host))
-        die("address %s: want HOST:PORT", s);
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = 0;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    if ((rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res)) != 0)
-        die("address %s: %s", s, gai_strerror(rc));
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *sl = res->ai_addrlen;
-    freeaddrinfo(res);
-}
-
-static void touch_ready(int fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char tmp[4096];
-    FILE *f;
-    int port = 0;
-
-    if (opt.ready == NULL)
-        return;
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", opt.ready);
-    if ((f = fopen(tmp, "w")) == NULL)
-        die("cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f, "%d\n", port);
-    fclose(f);
-    if (rename(tmp, opt.ready) != 0)
-        die("cannot rename %s", tmp);
 }
 
 static void log_end(SSL *ssl, BIO *tap)
@@ -357,12 +243,8 @@ static int do_recv(void)
     UTLS_TAP_LISTENER *tl = NULL;
 #endif
 
-    parse_addr(opt.addr, &ss, &sl);
-    if ((lfd = socket(ss.ss_family, SOCK_STREAM, 0)) < 0)
-        die("socket: %s", strerror(errno));
-    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(lfd, (struct sockaddr *)&ss, sl) != 0 || listen(lfd, 4) != 0)
-        die("bind/listen %s: %s", opt.addr, strerror(errno));
+    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
+    lfd = listen_socket(SOCK_STREAM, &ss, sl, opt.addr);
 #ifndef UTLS_SUBSTREAMS_STOCK
     if (opt.mode == MODE_UTLS_STREAMS && (tl = UTLS_tap_listen(lfd)) == NULL) {
         unsigned long e = ERR_peek_error();
@@ -375,13 +257,13 @@ static int do_recv(void)
         die("UTLS_tap_listen failed");
     }
 #endif
-    touch_ready(lfd);
+    touch_ready(opt.ready, lfd);
     if ((fd = accept(lfd, NULL, NULL)) < 0)
         die("accept: %s", strerror(errno));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
         die("SSL_CTX_new");
-    make_cert(ctx);
+    make_cert(ctx, "utls-substreams");
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
     if ((ssl = SSL_new(ctx)) == NULL)
         die("SSL_new");
@@ -468,44 +350,20 @@ done:
 
 /* --- Sender -------------------------------------------------------------- */
 
-static int wait_readable(int fd, long ms)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    int r;
-
-    while ((r = poll(&p, 1, (int)ms)) < 0 && errno == EINTR)
-        continue;
-    return r > 0;
-}
-
 static int do_send(void)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    int fd, one = 1;
+    int fd;
     SSL_CTX *ctx;
     SSL *ssl;
     static unsigned char m[MAX_MSG];
-    uint64_t start, deadline = now_ns() + 15000000000ull;
+    uint64_t start;
     double step_ns = opt.interval_ms * 1e6 / (double)opt.streams;
 
-    parse_addr(opt.addr, &ss, &sl);
-    for (;;) {
-        if ((fd = socket(ss.ss_family, SOCK_STREAM, 0)) < 0)
-            die("socket: %s", strerror(errno));
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        /* The sender's congestion control decides whether records queue in
-         * the sender at 2% loss (cubic) or not (bbr); see bench/latency. */
-        if (opt.cc != NULL
-            && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, opt.cc, strlen(opt.cc)) != 0)
-            die("congestion control %s: %s", opt.cc, strerror(errno));
-        if (connect(fd, (struct sockaddr *)&ss, sl) == 0)
-            break;
-        if ((errno != ECONNREFUSED && errno != ENETUNREACH) || now_ns() > deadline)
-            die("connect %s: %s", opt.addr, strerror(errno));
-        close(fd);
-        usleep(50000);
-    }
+    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
+    /* TCP_NODELAY; --cc picks the congestion control (see bench/latency). */
+    fd = connect_retry(SOCK_STREAM, &ss, sl, opt.addr, opt.cc);
     if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
         die("SSL_CTX_new");
     SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -525,13 +383,10 @@ static int do_send(void)
         uint64_t due = start + (uint64_t)((double)j * step_ns);
         uint32_t k = (uint32_t)(j % opt.streams);
         uint64_t seq = (uint64_t)(j / opt.streams);
-        struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u),
-                              .tv_nsec = (long)(due % 1000000000u)};
         size_t w;
         int ok;
 
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-            continue;
+        sleep_until(due);
         msg_fill(m, k, seq, now_ns());
 #ifndef UTLS_SUBSTREAMS_STOCK
         if (opt.mode == MODE_UTLS_STREAMS)
@@ -574,6 +429,7 @@ int main(int argc, char **argv)
 {
     int sender, rc;
 
+    example_name = "utls-substreams";
     if (argc < 2)
         usage();
     if (strcmp(argv[1], "send") == 0)
@@ -590,7 +446,7 @@ int main(int argc, char **argv)
             continue;
         }
         if (strcmp(a, "--quiet") == 0) {
-            opt.quiet = 1;
+            opt.quiet = example_quiet = 1;
             continue;
         }
         if (v == NULL)
@@ -645,19 +501,14 @@ int main(int argc, char **argv)
     if (opt.out != NULL && (logf_ = fopen(opt.out, "w")) == NULL)
         die("cannot write %s: %s", opt.out, strerror(errno));
     {
-        struct timespec r, m;
-
-        /* CLOCK_REALTIME - CLOCK_MONOTONIC: maps capture timestamps onto
-         * this log's clock. */
-        clock_gettime(CLOCK_REALTIME, &r);
-        clock_gettime(CLOCK_MONOTONIC, &m);
+        /* real_minus_mono_ns maps capture timestamps onto this log's clock. */
         fprintf(logf_,
                 "{\"event\":\"start\",\"role\":\"%s\",\"mode\":\"%s\",\"libssl\":\"%s\","
                 "\"fork\":%d,\"count\":%ld,\"streams\":%ld,\"size\":%ld,\"interval_ms\":%g,"
                 "\"real_minus_mono_ns\":%lld}\n",
                 sender ? "send" : "recv", mode_name(), loaded_libssl(), loaded_is_fork(),
                 opt.count, opt.streams, opt.size, opt.interval_ms,
-                ((long long)r.tv_sec - m.tv_sec) * 1000000000LL + (r.tv_nsec - m.tv_nsec));
+                (long long)real_minus_mono_ns());
     }
     fflush(logf_);
     rc = sender ? do_send() : do_recv();

@@ -54,45 +54,23 @@
 # order instead); ~20 000 probes against a bound of ~80 000 (probe_limit_hits
 # ~18 000); receiver CPU ~150 ms for the whole transfer. Needs root; without it exits 77 (skipped).
 set -uo pipefail
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (network namespaces, the AF_PACKET tap, raw sockets)"
-    exit 77
-fi
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+net_require_root "network namespaces, the AF_PACKET tap, raw sockets"
 BINDIR=${1:?usage: forged_segments.sh BINDIR STATS_DUMP_SO [--good-checksum]}
 SHIM=${2:?usage: forged_segments.sh BINDIR STATS_DUMP_SO [--good-checksum]}
 GOOD=
 [ "${3:-}" = --good-checksum ] && GOOD=--good-checksum
-TB=$ROOT/tools/testbed/testbed
+net_init "utf$$" net-forged
+NET_PID_VARS="INJ_PID SEND_PID RECV_PID CNT_PID"
 BIN=$BINDIR/utls-stream
-PREFIX=utf$$
 COUNT=800
 PORT=4433
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
-WORK=$(mktemp -d /tmp/net-forged.XXXXXX)
 RECV_PID= SEND_PID= CNT_PID= INJ_PID=
 T0=$(date +%s)
 
-cleanup() {
-    local rc=$?
-    for p in $INJ_PID $SEND_PID $RECV_PID $CNT_PID; do kill "$p" 2>/dev/null; done
-    "$TB" --prefix "$PREFIX" -q down >/dev/null 2>&1
-    if grep -q "^$PREFIX-" <<<"$(ip netns list)"; then
-        echo "FAIL: namespaces of $PREFIX left behind after teardown"
-        rc=1
-    fi
-    [ -n "${KEEP_WORK:-}" ] && echo "work dir kept: $WORK" || rm -rf "$WORK"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
 [ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
 [ -f "$SHIM" ] || { echo "FAIL: $SHIM not built"; exit 1; }
-"$TB" --prefix "$PREFIX" -q up --rtt 100 --loss 2 --seed 5151 ||
-    { echo "FAIL: testbed up"; exit 1; }
+net_testbed_up --rtt 100 --loss 2 --seed 5151
 RADDR=$("$TB" --prefix "$PREFIX" addr receiver)
 SADDR=$("$TB" --prefix "$PREFIX" addr sender)
 
@@ -111,9 +89,7 @@ CNT_PID=$!
     --count "$COUNT" --size 1448 --require fork --ready "$WORK/ready" \
     --out "$WORK/recv.jsonl" --timeout 60 --quiet &
 RECV_PID=$!
-for _ in $(seq 200); do [ -s "$WORK/ready" ] && [ -s "$WORK/cnt.ready" ] && break; sleep 0.05; done
-[ -s "$WORK/ready" ] || { echo "FAIL: the receiver did not start"; exit 1; }
-[ -s "$WORK/cnt.ready" ] || { echo "FAIL: the counter did not start"; exit 1; }
+net_wait_ready "$WORK/ready" receiver "$WORK/cnt.ready" counter
 
 "$TB" --prefix "$PREFIX" exec sender -- "$BIN" send --mode utls --connect "$RADDR:$PORT" \
     --count "$COUNT" --size 1448 --interval 10 --require fork \
@@ -133,8 +109,9 @@ CSUM1=$(csum_errors)
 echo "injector exit $IRC, sender exit $SRC, receiver exit $RRC, $(( $(date +%s) - T0 )) s"
 tail -1 "$WORK/recv.jsonl"
 
-"$PY" - "$WORK" "$COUNT" "$((CSUM1 - CSUM0))" "$IRC" "$SRC" "$RRC" "${GOOD:-bad}" <<'PY'
+PYTHONPATH="$HERE" "$PY" - "$WORK" "$COUNT" "$((CSUM1 - CSUM0))" "$IRC" "$SRC" "$RRC" "${GOOD:-bad}" <<'PY'
 import json, os, sys
+from netcheck import check, finish
 work, count, csum_err = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 irc, src, rrc, mode = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
 def load(name):
@@ -143,11 +120,6 @@ def load(name):
             return json.load(f)
     except (OSError, ValueError):
         return {}
-fails = []
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        fails.append(what)
 inj, cnt, st = load("inject.json"), load("count.json"), load("stats.json")
 lines = [json.loads(l) for l in open(os.path.join(work, "recv.jsonl")) if l.strip()]
 sent = {}
@@ -218,7 +190,7 @@ check(t.get("packets", 0) >= ga + fa - 20 and t.get("packets", 0) - ga >= 0.95 *
 if mode != "--good-checksum":
     check(csum_err >= 0.95 * fa,
           "the kernel's TCP rejected them: InCsumErrors +%d for %d forged arrivals" % (csum_err, fa))
-sys.exit(1 if fails else 0)
+finish()
 PY
 PRC=$?
 [ "$PRC" = 0 ] && echo "PASS ($(( $(date +%s) - T0 )) s)"

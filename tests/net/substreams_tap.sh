@@ -12,67 +12,27 @@
 # The testbed is torn down whatever happens, and the test checks that nothing
 # of it is left. Needs root; without it exits 77 (skipped).
 set -uo pipefail
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (network namespaces, the AF_PACKET tap)"
-    exit 77
-fi
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+net_require_root "network namespaces, the AF_PACKET tap"
 BINDIR=${1:?usage: substreams_tap.sh BINDIR}
-TB=$ROOT/tools/testbed/testbed
+net_init "${UTLS_SST_PREFIX:-sst}" net-substreams
+NET_PID_VARS=RECV_PID
 BIN=$BINDIR/utls-substreams
-PREFIX=${UTLS_SST_PREFIX:-sst}
 COUNT=1000
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
-WORK=$(mktemp -d /tmp/net-substreams.XXXXXX)
 RECV_PID=
-
-cleanup() {
-    local rc=$?
-    [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
-    "$TB" --prefix "$PREFIX" -q down >/dev/null 2>&1
-    if grep -q "^$PREFIX-" <<<"$(ip netns list)"; then
-        echo "FAIL: namespaces of $PREFIX left behind after teardown"
-        rc=1
-    fi
-    rm -rf "$WORK"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 [ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
-"$TB" --prefix "$PREFIX" -q up --rtt 100 --loss 2 --seed 9090 ||
-    { echo "FAIL: testbed up"; exit 1; }
+net_testbed_up --rtt 100 --loss 2 --seed 9090
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
 
-"$TB" --prefix "$PREFIX" exec receiver -- "$BIN" recv --mode utls_streams --listen "$ADDR" \
-    --count "$COUNT" --streams 4 --size 300 --require fork --ready "$WORK/ready" \
-    --out "$WORK/recv.jsonl" --timeout 90 --quiet &
-RECV_PID=$!
-for _ in $(seq 200); do [ -s "$WORK/ready" ] && break; sleep 0.05; done
-[ -s "$WORK/ready" ] || { echo "FAIL: the receiver did not start"; exit 1; }
-"$TB" --prefix "$PREFIX" exec sender -- "$BIN" send --mode utls_streams --connect "$ADDR" \
-    --count "$COUNT" --streams 4 --size 300 --interval 20 --require fork \
-    --out "$WORK/send.jsonl" --timeout 90 --quiet ||
-    { echo "FAIL: the sender failed"; exit 1; }
-wait "$RECV_PID"
-RRC=$?
-RECV_PID=
-echo "receiver exit $RRC"
-tail -1 "$WORK/recv.jsonl"
-"$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+net_run_stream "$BIN" "$ADDR" \
+    "--mode utls_streams --count $COUNT --streams 4 --size 300 --timeout 90" \
+    "--mode utls_streams --count $COUNT --streams 4 --size 300 --interval 20 --timeout 90"
+PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
+import sys
+from netcheck import check, finish, receiver_log
 count = int(sys.argv[2])
-start, end = lines[0], lines[-1]
-msgs = [l for l in lines[1:] if "event" not in l]
-fails = []
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        fails.append(what)
+start, end, msgs = receiver_log(sys.argv[1])
 check(start.get("fork") == 1, "the receiver ran the fork (%s)" % start.get("libssl"))
 check(end.get("event") == "end", "the receiver finished its log")
 check(all(m.get("ok") == 1 for m in msgs), "every message intact, none duplicated")
@@ -108,8 +68,6 @@ check(end.get("utls", {}).get("fallback", "").startswith("none"),
       "no fallback (%s)" % end.get("utls", {}).get("fallback"))
 check(end.get("streams", {}).get("failed_reason") == 0, "the sub-stream layer did not fail")
 check(end.get("tap", {}).get("ring_drops", 1) == 0, "no tap ring drops")
-sys.exit(1 if fails else 0)
+finish()
 PY
-PRC=$?
-[ "$RRC" = 0 ] || echo "FAIL: receiver exit $RRC"
-[ "$RRC" = 0 ] && [ "$PRC" = 0 ]
+net_verdict $?

@@ -11,68 +11,28 @@
 # (prefix uco<pid>) is torn down whatever happens, and the test checks that
 # nothing of it is left. Needs root; without it exits 77 (skipped).
 set -uo pipefail
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (network namespaces, the AF_PACKET tap)"
-    exit 77
-fi
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+net_require_root "network namespaces, the AF_PACKET tap"
 BINDIR=${1:?usage: ucobs_tap.sh BINDIR}
-TB=$ROOT/tools/testbed/testbed
+net_init "uco$$" net-ucobs-tap
+NET_PID_VARS=RECV_PID
 BIN=$BINDIR/utls-stream
-PREFIX=uco$$
 COUNT=500
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=$(command -v python3)
-WORK=$(mktemp -d /tmp/net-ucobs-tap.XXXXXX)
 RECV_PID=
-
-cleanup() {
-    local rc=$?
-    [ -n "$RECV_PID" ] && kill "$RECV_PID" 2>/dev/null
-    "$TB" --prefix "$PREFIX" -q down >/dev/null 2>&1
-    if grep -q "^$PREFIX-" <<<"$(ip netns list)"; then
-        echo "FAIL: namespaces of $PREFIX left behind after teardown"
-        rc=1
-    fi
-    rm -rf "$WORK"
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 [ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
-"$TB" --prefix "$PREFIX" -q up --rtt 100 --loss 2 --seed 4242 ||
-    { echo "FAIL: testbed up"; exit 1; }
+net_testbed_up --rtt 100 --loss 2 --seed 4242
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4434
 
-"$TB" --prefix "$PREFIX" exec receiver -- "$BIN" recv --mode ucobs --listen "$ADDR" \
-    --count "$COUNT" --size 1440 --require fork --ready "$WORK/ready" \
-    --out "$WORK/recv.jsonl" --timeout 60 --quiet &
-RECV_PID=$!
-for _ in $(seq 200); do [ -s "$WORK/ready" ] && break; sleep 0.05; done
-[ -s "$WORK/ready" ] || { echo "FAIL: the receiver did not start"; exit 1; }
-"$TB" --prefix "$PREFIX" exec sender -- "$BIN" send --mode ucobs --connect "$ADDR" \
-    --count "$COUNT" --size 1440 --interval 10 --require fork \
-    --out "$WORK/send.jsonl" --timeout 60 --quiet ||
-    { echo "FAIL: the sender failed"; exit 1; }
-wait "$RECV_PID"
-RRC=$?
-RECV_PID=
-echo "receiver exit $RRC"
-tail -1 "$WORK/recv.jsonl"
-"$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
+net_run_stream "$BIN" "$ADDR" \
+    "--mode ucobs --count $COUNT --size 1440 --timeout 60" \
+    "--mode ucobs --count $COUNT --size 1440 --interval 10 --timeout 60"
+PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
 import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1])]
+from netcheck import check, count_really_early, finish, receiver_log
 sent = [json.loads(l) for l in open(sys.argv[2])]
 count = int(sys.argv[3])
-start, end = lines[0], lines[-1]
-recs = [l for l in lines[1:] if "event" not in l]
-fails = []
-def check(ok, what):
-    print(("ok:   " if ok else "FAIL: ") + what)
-    if not ok:
-        fails.append(what)
+start, end, recs = receiver_log(sys.argv[1])
 check(start.get("fork") == 1 and start.get("mode") == "ucobs",
       "the receiver ran the fork in ucobs mode (%s)" % start.get("libssl"))
 check(end.get("event") == "end", "the receiver finished its log")
@@ -96,14 +56,9 @@ wl = [r.get("wire_len") for r in recs] + [s.get("wire_len") for s in sent if "i"
 check(all(w == 1448 for w in wl), "every frame is 1448 bytes on the wire")
 offs = sorted(r["offset"] for r in recs)
 check(offs == [1448 * i for i in range(count)], "datagram offsets are the frames' opening markers")
-first_seen = {}
-for pos, r in enumerate(recs):
-    first_seen.setdefault(r["i"], pos)
-early = sum(1 for r in recs if r.get("ooo") == 1
-            and any(first_seen.get(j, 1 << 30) > first_seen[r["i"]] for j in range(r["i"])))
+# Out-of-order records must really be early: delivered before an earlier one.
+early = count_really_early(recs)
 check(early == ooo, "each out-of-order datagram came before an earlier one (%d)" % early)
-sys.exit(1 if fails else 0)
+finish()
 PY
-PRC=$?
-[ "$RRC" = 0 ] || echo "FAIL: receiver exit $RRC"
-[ "$RRC" = 0 ] && [ "$PRC" = 0 ]
+net_verdict $?

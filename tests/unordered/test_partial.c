@@ -31,10 +31,7 @@ static X509 *g_cert;
 static const size_t rec_len[3] = { 1000, 3000, 2000 };
 
 typedef struct {
-    SSL_CTX *sctx, *cctx;
-    SSL *c, *s;
-    BIO *c_in, *c_out, *seg;
-    uint64_t base;
+    uh_seg_pair tls; /* client, server, segment BIO, next offset */
     uint8_t *wire[3]; /* each record's bytes, as written */
     size_t wire_len[3];
     uint64_t wire_off[3];
@@ -43,49 +40,21 @@ typedef struct {
 
 static void pair_new(pair *p, uint64_t mode)
 {
-    uint8_t buf[65536];
     int n;
 
     memset(p, 0, sizeof(*p));
-    p->sctx = SSL_CTX_new(TLS_server_method());
-    p->cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(p->sctx, g_cert) && SSL_CTX_use_PrivateKey(p->sctx, g_key));
-    SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
-    SSL_CTX_set_num_tickets(p->sctx, 0);
-    p->c = SSL_new(p->cctx);
-    p->s = SSL_new(p->sctx);
-    p->c_in = BIO_new(BIO_s_mem());
-    p->c_out = BIO_new(BIO_s_mem());
-    p->seg = BIO_new(UTLS_BIO_s_segment());
-    SSL_set_bio(p->c, p->c_in, p->c_out);
-    SSL_set_bio(p->s, p->seg, p->seg);
-    SSL_set_mode(p->s, (long)mode);
-    SSL_set_connect_state(p->c);
-    SSL_set_accept_state(p->s);
-    for (int i = 0; i < 10; i++) {
-        size_t k;
-
-        SSL_do_handshake(p->c);
-        SSL_do_handshake(p->s);
-        while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p->seg, p->base, buf, (size_t)n));
-            p->base += (uint64_t)n;
-        }
-        while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0)
-            BIO_write(p->c_in, buf, (int)k);
-    }
-    assert_true(SSL_is_init_finished(p->s));
+    assert_true(uh_seg_pair_new(&p->tls, g_key, g_cert, mode));
     for (int r = 0; r < 3; r++) {
         for (size_t i = 0; i < rec_len[r]; i++)
             p->plain[r][i] = (uint8_t)(r * 61 + i * 7 + 1);
-        assert_int_equal(SSL_write(p->c, p->plain[r], (int)rec_len[r]), (int)rec_len[r]);
-        n = (int)BIO_pending(p->c_out);
+        assert_int_equal(SSL_write(p->tls.c, p->plain[r], (int)rec_len[r]), (int)rec_len[r]);
+        n = (int)BIO_pending(p->tls.c_out);
         assert_true(n > (int)rec_len[r]);
         p->wire[r] = malloc((size_t)n);
-        assert_int_equal(BIO_read(p->c_out, p->wire[r], n), n);
+        assert_int_equal(BIO_read(p->tls.c_out, p->wire[r], n), n);
         p->wire_len[r] = (size_t)n;
-        p->wire_off[r] = p->base;
-        p->base += (uint64_t)n;
+        p->wire_off[r] = p->tls.base;
+        p->tls.base += (uint64_t)n;
     }
 }
 
@@ -93,15 +62,12 @@ static void pair_free(pair *p)
 {
     for (int r = 0; r < 3; r++)
         free(p->wire[r]);
-    SSL_free(p->c);
-    SSL_free(p->s);
-    SSL_CTX_free(p->cctx);
-    SSL_CTX_free(p->sctx);
+    uh_seg_pair_free(&p->tls);
 }
 
 static void push(pair *p, int r)
 {
-    assert_true(UTLS_BIO_segment_push(p->seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
+    assert_true(UTLS_BIO_segment_push(p->tls.seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
 }
 
 /* Reads record |r| in |chunk|-byte parts; every part must be the next bytes
@@ -116,10 +82,10 @@ static void read_in_parts(pair *p, int r, size_t chunk, int out_of_order)
         size_t want = rec_len[r] - got < chunk ? rec_len[r] - got : chunk;
 
         ERR_clear_error();
-        if (!UTLS_read_record(p->s, buf, chunk, &n, &info)) {
+        if (!UTLS_read_record(p->tls.s, buf, chunk, &n, &info)) {
             uh_errors_to_stderr("partial");
             fail_msg("record %d: read failed after %zu of %zu bytes (SSL_get_error %d)", r, got,
-                     rec_len[r], SSL_get_error(p->s, 0));
+                     rec_len[r], SSL_get_error(p->tls.s, 0));
         }
         assert_int_equal(n, want);
         assert_memory_equal(buf, p->plain[r] + got, n);
@@ -127,7 +93,7 @@ static void read_in_parts(pair *p, int r, size_t chunk, int out_of_order)
         assert_int_equal(info.stream_offset, p->wire_off[r]);
         got += n;
         if (out_of_order) /* held by uTLS: counted by SSL_pending() */
-            assert_true(SSL_pending(p->s) >= (int)(rec_len[r] - got));
+            assert_true(SSL_pending(p->tls.s) >= (int)(rec_len[r] - got));
     }
 }
 
@@ -136,8 +102,8 @@ static void expect_want_read(pair *p)
     uint8_t buf[64];
     size_t n;
 
-    assert_false(SSL_read_ex(p->s, buf, sizeof(buf), &n));
-    assert_int_equal(SSL_get_error(p->s, 0), SSL_ERROR_WANT_READ);
+    assert_false(SSL_read_ex(p->tls.s, buf, sizeof(buf), &n));
+    assert_int_equal(SSL_get_error(p->tls.s, 0), SSL_ERROR_WANT_READ);
 }
 
 static void test_partial_reads(void **state)
@@ -152,19 +118,19 @@ static void test_partial_reads(void **state)
     push(&p, 1);
     push(&p, 2);
     /* A peek at B's first part consumes nothing. */
-    assert_true(SSL_peek_ex(p.s, peekbuf, sizeof(peekbuf), &n));
+    assert_true(SSL_peek_ex(p.tls.s, peekbuf, sizeof(peekbuf), &n));
     assert_int_equal(n, sizeof(peekbuf));
     assert_memory_equal(peekbuf, p.plain[1], n);
-    assert_int_equal(SSL_pending(p.s), (int)(rec_len[1] + rec_len[2]));
+    assert_int_equal(SSL_pending(p.tls.s), (int)(rec_len[1] + rec_len[2]));
     read_in_parts(&p, 1, 512, 1); /* B: 6 parts */
     read_in_parts(&p, 2, 700, 1); /* C: 3 parts */
     expect_want_read(&p);
-    assert_int_equal(SSL_pending(p.s), 0);
+    assert_int_equal(SSL_pending(p.tls.s), 0);
     push(&p, 0);
     read_in_parts(&p, 0, 300, 0); /* A, in order: 4 parts */
     /* B and C were delivered already: nothing more. */
     expect_want_read(&p);
-    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    assert_int_equal(UTLS_get_stats(p.tls.s, &st), 1);
     assert_int_equal(st.records_out_of_order, 2);
     assert_int_equal(st.records_in_order, 1);
     pair_free(&p);
@@ -182,13 +148,13 @@ static void test_whole_records_without_flag(void **state)
     pair_new(&p, SSL_MODE_UNORDERED);
     push(&p, 1);
     ERR_clear_error();
-    assert_false(UTLS_read_record(p.s, buf, 512, &n, &info));
+    assert_false(UTLS_read_record(p.tls.s, buf, 512, &n, &info));
     e = ERR_peek_error();
     assert_int_equal(ERR_GET_LIB(e), UTLS_get_lib());
     assert_int_equal(ERR_GET_REASON(e), UTLS_R_BUFFER_TOO_SMALL);
     ERR_clear_error();
     /* Nothing was consumed: a buffer that fits gets the whole record. */
-    assert_true(UTLS_read_record(p.s, buf, sizeof(buf), &n, &info));
+    assert_true(UTLS_read_record(p.tls.s, buf, sizeof(buf), &n, &info));
     assert_int_equal(n, rec_len[1]);
     assert_memory_equal(buf, p.plain[1], n);
     assert_true(info.out_of_order);

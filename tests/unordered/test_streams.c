@@ -34,10 +34,7 @@ static X509 *g_cert;
 #define MAX_RECORDS 4096
 
 typedef struct {
-    SSL_CTX *sctx, *cctx;
-    SSL *c, *s;
-    BIO *c_in, *c_out, *seg;
-    uint64_t base;
+    uh_seg_pair tls; /* client, server, segment BIO, next offset */
     size_t num;
     uint8_t *wire[MAX_RECORDS];
     size_t wire_len[MAX_RECORDS];
@@ -46,66 +43,32 @@ typedef struct {
 
 static void pair_new(pair *p, uint64_t server_mode, int client_streams, int server_streams)
 {
-    uint8_t buf[65536];
-    int n;
-
     memset(p, 0, sizeof(*p));
-    p->sctx = SSL_CTX_new(TLS_server_method());
-    p->cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(p->sctx, g_cert) && SSL_CTX_use_PrivateKey(p->sctx, g_key));
-    SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
-    SSL_CTX_set_num_tickets(p->sctx, 0);
-    p->c = SSL_new(p->cctx);
-    p->s = SSL_new(p->sctx);
-    p->c_in = BIO_new(BIO_s_mem());
-    p->c_out = BIO_new(BIO_s_mem());
-    p->seg = BIO_new(UTLS_BIO_s_segment());
-    SSL_set_bio(p->c, p->c_in, p->c_out);
-    SSL_set_bio(p->s, p->seg, p->seg);
-    if (server_mode != 0)
-        SSL_set_mode(p->s, (long)server_mode);
-    SSL_set_connect_state(p->c);
-    SSL_set_accept_state(p->s);
-    for (int i = 0; i < 10; i++) {
-        size_t k;
-
-        SSL_do_handshake(p->c);
-        SSL_do_handshake(p->s);
-        while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p->seg, p->base, buf, (size_t)n));
-            p->base += (uint64_t)n;
-        }
-        while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0)
-            BIO_write(p->c_in, buf, (int)k);
-    }
-    assert_true(SSL_is_init_finished(p->s));
+    assert_true(uh_seg_pair_new(&p->tls, g_key, g_cert, server_mode));
     if (client_streams)
-        assert_int_equal(UTLS_stream_enable(p->c, 1), 1);
+        assert_int_equal(UTLS_stream_enable(p->tls.c, 1), 1);
     if (server_streams)
-        assert_int_equal(UTLS_stream_enable(p->s, 1), 1);
+        assert_int_equal(UTLS_stream_enable(p->tls.s, 1), 1);
 }
 
 static void pair_free(pair *p)
 {
     for (size_t r = 0; r < p->num; r++)
         free(p->wire[r]);
-    SSL_free(p->c);
-    SSL_free(p->s);
-    SSL_CTX_free(p->cctx);
-    SSL_CTX_free(p->sctx);
+    uh_seg_pair_free(&p->tls);
 }
 
 /* Takes what the client wrote as record |p->num| (one write = one record). */
 static size_t capture(pair *p)
 {
-    int n = (int)BIO_pending(p->c_out);
+    int n = (int)BIO_pending(p->tls.c_out);
 
     assert_true(n > 0 && p->num < MAX_RECORDS);
     p->wire[p->num] = malloc((size_t)n);
-    assert_int_equal(BIO_read(p->c_out, p->wire[p->num], n), n);
+    assert_int_equal(BIO_read(p->tls.c_out, p->wire[p->num], n), n);
     p->wire_len[p->num] = (size_t)n;
-    p->wire_off[p->num] = p->base;
-    p->base += (uint64_t)n;
+    p->wire_off[p->num] = p->tls.base;
+    p->tls.base += (uint64_t)n;
     return p->num++;
 }
 
@@ -113,13 +76,13 @@ static size_t write_raw(pair *p, const void *pt, size_t len)
 {
     size_t w;
 
-    assert_true(SSL_write_ex(p->c, pt, len, &w));
+    assert_true(SSL_write_ex(p->tls.c, pt, len, &w));
     return capture(p);
 }
 
 static void push(pair *p, size_t r)
 {
-    assert_true(UTLS_BIO_segment_push(p->seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
+    assert_true(UTLS_BIO_segment_push(p->tls.seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
 }
 
 /* A message's bytes are a function of (stream, seq), so that a receiver
@@ -142,7 +105,7 @@ static size_t write_msg(pair *p, uint32_t id, uint64_t seq)
     uint8_t m[2000];
 
     msg_fill(m, id, seq);
-    assert_int_equal(UTLS_stream_write(p->c, id, m, msg_len(id, seq)), 1);
+    assert_int_equal(UTLS_stream_write(p->tls.c, id, m, msg_len(id, seq)), 1);
     return capture(p);
 }
 
@@ -165,8 +128,8 @@ static size_t read_ready(pair *p, ledger *lg)
 
     for (;;) {
         ERR_clear_error();
-        if (!UTLS_stream_read(p->s, buf, sizeof(buf), &n, &info)) {
-            int e = SSL_get_error(p->s, 0);
+        if (!UTLS_stream_read(p->tls.s, buf, sizeof(buf), &n, &info)) {
+            int e = SSL_get_error(p->tls.s, 0);
 
             if (e != SSL_ERROR_WANT_READ) {
                 uh_errors_to_stderr("stream read");
@@ -197,7 +160,7 @@ static void expect_error(pair *p, int reason)
     unsigned long e;
 
     ERR_clear_error();
-    assert_false(UTLS_stream_read(p->s, buf, sizeof(buf), &n, NULL));
+    assert_false(UTLS_stream_read(p->tls.s, buf, sizeof(buf), &n, NULL));
     assert_int_equal(n, 0);
     e = ERR_peek_last_error();
     if (ERR_GET_LIB(e) != UTLS_get_lib() || ERR_GET_REASON(e) != reason) {
@@ -220,28 +183,28 @@ static void test_streams_api_off_by_default(void **state)
     (void)state;
     pair_new(&p, SSL_MODE_UNORDERED, 0, 0);
     ERR_clear_error();
-    assert_false(UTLS_stream_write(p.c, 0, "x", 1));
+    assert_false(UTLS_stream_write(p.tls.c, 0, "x", 1));
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_STREAM_NOT_ENABLED);
-    assert_false(UTLS_stream_read(p.s, buf, sizeof(buf), &n, NULL));
+    assert_false(UTLS_stream_read(p.tls.s, buf, sizeof(buf), &n, NULL));
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_STREAM_NOT_ENABLED);
-    assert_false(UTLS_stream_get_stats(p.s, &stats));
+    assert_false(UTLS_stream_get_stats(p.tls.s, &stats));
     ERR_clear_error();
-    assert_int_equal(UTLS_stream_enable(p.c, 1), 1);
-    assert_false(UTLS_stream_write(p.c, UTLS_STREAM_MAX_STREAMS, "x", 1));
+    assert_int_equal(UTLS_stream_enable(p.tls.c, 1), 1);
+    assert_false(UTLS_stream_write(p.tls.c, UTLS_STREAM_MAX_STREAMS, "x", 1));
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_STREAM_BAD_ID);
     ERR_clear_error();
     /* One record's payload minus the largest header; one byte more fails and
      * writes nothing. */
-    assert_int_equal(UTLS_stream_max_message(p.c), 16384 - UTLS_STREAM_MAX_HEADER);
+    assert_int_equal(UTLS_stream_max_message(p.tls.c), 16384 - UTLS_STREAM_MAX_HEADER);
     {
-        size_t max = UTLS_stream_max_message(p.c);
+        size_t max = UTLS_stream_max_message(p.tls.c);
         uint8_t *big = calloc(1, max + 1);
 
-        assert_false(UTLS_stream_write(p.c, 0, big, max + 1));
+        assert_false(UTLS_stream_write(p.tls.c, 0, big, max + 1));
         assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_STREAM_MESSAGE_TOO_LARGE);
-        assert_int_equal(BIO_pending(p.c_out), 0);
+        assert_int_equal(BIO_pending(p.tls.c_out), 0);
         ERR_clear_error();
-        assert_true(UTLS_stream_write(p.c, 3, big, max));
+        assert_true(UTLS_stream_write(p.tls.c, 3, big, max));
         free(big);
     }
     capture(&p);
@@ -250,14 +213,14 @@ static void test_streams_api_off_by_default(void **state)
     {
         uint8_t rec[SSL3_RT_MAX_PLAIN_LENGTH];
 
-        assert_true(SSL_read_ex(p.s, rec, sizeof(rec), &n));
-        assert_int_equal(n, UTLS_stream_max_message(p.c) + 3); /* 3-byte header */
+        assert_true(SSL_read_ex(p.tls.s, rec, sizeof(rec), &n));
+        assert_int_equal(n, UTLS_stream_max_message(p.tls.c) + 3); /* 3-byte header */
         assert_int_equal(rec[0], 0x01); /* format 1 */
         assert_int_equal(rec[1], 3);    /* stream 3 */
         assert_int_equal(rec[2], 0);    /* seq 0 */
     }
-    assert_int_equal(UTLS_stream_enable(p.c, 0), 1);
-    assert_false(UTLS_stream_write(p.c, 0, "x", 1));
+    assert_int_equal(UTLS_stream_enable(p.tls.c, 0), 1);
+    assert_false(UTLS_stream_write(p.tls.c, 0, "x", 1));
     ERR_clear_error();
     pair_free(&p);
 }
@@ -326,13 +289,13 @@ static void test_streams_api_small_buffer(void **state)
     push(&p, 0);
     push(&p, 1);
     ERR_clear_error();
-    assert_false(UTLS_stream_read(p.s, buf, 100, &n, &info));
+    assert_false(UTLS_stream_read(p.tls.s, buf, 100, &n, &info));
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_BUFFER_TOO_SMALL);
-    assert_false(UTLS_stream_read(p.s, buf, 100, &n, &info));
+    assert_false(UTLS_stream_read(p.tls.s, buf, 100, &n, &info));
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_BUFFER_TOO_SMALL);
     ERR_clear_error();
     /* A buffer that fits (but smaller than a record) gets it. */
-    assert_true(UTLS_stream_read(p.s, buf, msg_len(1, 0), &n, &info));
+    assert_true(UTLS_stream_read(p.tls.s, buf, msg_len(1, 0), &n, &info));
     assert_int_equal(info.seq, 0);
     msg_fill(want, 1, 0);
     assert_memory_equal(buf, want, n);
@@ -370,14 +333,14 @@ static void test_streams_reorder_other_stream_not_blocked(void **state)
     assert_int_equal(read_ready(&p, &lg), 3);
     assert_int_equal(lg.next[1], 3);
     assert_int_equal(lg.next[0], 0);
-    assert_int_equal(UTLS_stream_get_stats(p.s, &stats), 1);
+    assert_int_equal(UTLS_stream_get_stats(p.tls.s, &stats), 1);
     assert_int_equal(stats.held_now, 1);
     assert_true(stats.held_bytes_now == msg_len(0, 1));
     push(&p, a0);
     assert_int_equal(read_ready(&p, &lg), 2);
     assert_int_equal(lg.next[0], 2);
     assert_int_equal(lg.held, 1); /* A1 waited */
-    assert_int_equal(UTLS_stream_get_stats(p.s, &stats), 1);
+    assert_int_equal(UTLS_stream_get_stats(p.tls.s, &stats), 1);
     assert_int_equal(stats.held_now, 0);
     assert_int_equal(stats.messages_received, 5);
     pair_free(&p);
@@ -430,9 +393,9 @@ static void test_streams_reorder_shuffled(void **state)
                 /* in two overlapping pieces */
                 size_t cut = 10 + (size_t)lossy_rng_below(&rng, p.wire_len[r] - 20);
 
-                assert_true(UTLS_BIO_segment_push(p.seg, p.wire_off[r] + cut, p.wire[r] + cut,
+                assert_true(UTLS_BIO_segment_push(p.tls.seg, p.wire_off[r] + cut, p.wire[r] + cut,
                                                   p.wire_len[r] - cut));
-                assert_true(UTLS_BIO_segment_push(p.seg, p.wire_off[r], p.wire[r], cut + 5));
+                assert_true(UTLS_BIO_segment_push(p.tls.seg, p.wire_off[r], p.wire[r], cut + 5));
             } else {
                 push(&p, r);
             }
@@ -465,7 +428,7 @@ static void test_streams_reorder_key_update(void **state)
     pair_new(&p, SSL_MODE_UNORDERED, 1, 1);
     a0 = write_msg(&p, 0, 0);
     b0 = write_msg(&p, 1, 0);
-    assert_true(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED));
+    assert_true(SSL_key_update(p.tls.c, SSL_KEY_UPDATE_NOT_REQUESTED));
     a1 = write_msg(&p, 0, 1); /* the KeyUpdate goes out with this write */
     b1 = write_msg(&p, 1, 1);
     a2 = write_msg(&p, 0, 2);
@@ -497,12 +460,12 @@ static void test_streams_reorder_disable_while_held(void **state)
     push(&p, write_msg(&p, 0, 1));
     assert_int_equal(read_ready(&p, &lg), 0);
     ERR_clear_error();
-    assert_int_equal(UTLS_stream_enable(p.s, 0), 0);
+    assert_int_equal(UTLS_stream_enable(p.tls.s, 0), 0);
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_STREAM_BUSY);
     ERR_clear_error();
     push(&p, a0);
     assert_int_equal(read_ready(&p, &lg), 2);
-    assert_int_equal(UTLS_stream_enable(p.s, 0), 1);
+    assert_int_equal(UTLS_stream_enable(p.tls.s, 0), 1);
     pair_free(&p);
 }
 
@@ -524,14 +487,14 @@ static void test_streams_api_write_retry(void **state)
     pair_new(&p, SSL_MODE_UNORDERED, 1, 1);
     /* The client now writes into a BIO pair with room for 200 bytes. */
     assert_true(BIO_new_bio_pair(&bc, 200, &bn, 0));
-    BIO_up_ref(p.c_out); /* SSL_set0_wbio() frees the BIO it replaces */
-    SSL_set0_wbio(p.c, bc);
+    BIO_up_ref(p.tls.c_out); /* SSL_set0_wbio() frees the BIO it replaces */
+    SSL_set0_wbio(p.tls.c, bc);
     msg_fill(m, 2, 0);
     ERR_clear_error();
-    assert_int_equal(UTLS_stream_write(p.c, 2, m, msg_len(2, 0)), 0);
-    assert_int_equal(SSL_get_error(p.c, 0), SSL_ERROR_WANT_WRITE);
+    assert_int_equal(UTLS_stream_write(p.tls.c, 2, m, msg_len(2, 0)), 0);
+    assert_int_equal(SSL_get_error(p.tls.c, 0), SSL_ERROR_WANT_WRITE);
     /* Something else first: refused, nothing written or numbered. */
-    assert_int_equal(UTLS_stream_write(p.c, 3, m, 10), 0);
+    assert_int_equal(UTLS_stream_write(p.tls.c, 3, m, 10), 0);
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), UTLS_R_STREAM_BUSY);
     ERR_clear_error();
     /* Drain and repeat until it goes through. */
@@ -546,7 +509,7 @@ static void test_streams_api_write_retry(void **state)
                 memcpy(wire + wire_len, junk, (size_t)n);
                 wire_len += (size_t)n;
             }
-            done = UTLS_stream_write(p.c, 2, m, msg_len(2, 0));
+            done = UTLS_stream_write(p.tls.c, 2, m, msg_len(2, 0));
         }
         assert_true(done);
         while ((n = BIO_read(bn, junk, sizeof(junk))) > 0) {
@@ -554,12 +517,12 @@ static void test_streams_api_write_retry(void **state)
             memcpy(wire + wire_len, junk, (size_t)n);
             wire_len += (size_t)n;
         }
-        assert_true(UTLS_BIO_segment_push(p.seg, p.base, wire, wire_len));
-        p.base += wire_len;
+        assert_true(UTLS_BIO_segment_push(p.tls.seg, p.tls.base, wire, wire_len));
+        p.tls.base += wire_len;
         free(wire);
     }
     /* The next message of stream 2 is number 1. */
-    SSL_set0_wbio(p.c, p.c_out); /* frees bc */
+    SSL_set0_wbio(p.tls.c, p.tls.c_out); /* frees bc */
     push(&p, write_msg(&p, 2, 1));
     assert_int_equal(read_ready(&p, &lg), 2);
     assert_int_equal(lg.next[2], 2);
@@ -574,10 +537,10 @@ static void server_to_client(pair *p)
     uint8_t buf[65536], tmp[64];
     size_t k;
 
-    while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0)
-        BIO_write(p->c_in, buf, (int)k);
-    assert_int_equal(SSL_read(p->c, tmp, sizeof(tmp)), -1);
-    assert_int_equal(SSL_get_error(p->c, -1), SSL_ERROR_WANT_READ);
+    while ((k = UTLS_BIO_segment_take_output(p->tls.seg, buf, sizeof(buf))) > 0)
+        BIO_write(p->tls.c_in, buf, (int)k);
+    assert_int_equal(SSL_read(p->tls.c, tmp, sizeof(tmp)), -1);
+    assert_int_equal(SSL_get_error(p->tls.c, -1), SSL_ERROR_WANT_READ);
 }
 
 /*
@@ -598,47 +561,48 @@ static void test_streams_reorder_with_ern(void **state)
     memset(&lg, 0, sizeof(lg));
     /* pair_new with tickets (the offer travels in them) and negotiation. */
     memset(&p, 0, sizeof(p));
-    p.sctx = SSL_CTX_new(TLS_server_method());
-    p.cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(p.sctx, g_cert) && SSL_CTX_use_PrivateKey(p.sctx, g_key));
-    SSL_CTX_set_min_proto_version(p.cctx, TLS1_3_VERSION);
-    SSL_CTX_set_num_tickets(p.sctx, 2);
-    p.c = SSL_new(p.cctx);
-    p.s = SSL_new(p.sctx);
-    p.c_in = BIO_new(BIO_s_mem());
-    p.c_out = BIO_new(BIO_s_mem());
-    p.seg = BIO_new(UTLS_BIO_s_segment());
-    SSL_set_bio(p.c, p.c_in, p.c_out);
-    SSL_set_bio(p.s, p.seg, p.seg);
-    SSL_set_mode(p.s, SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE);
-    SSL_set_mode(p.c, SSL_MODE_UTLS_NEGOTIATE);
-    SSL_set_connect_state(p.c);
-    SSL_set_accept_state(p.s);
+    p.tls.sctx = SSL_CTX_new(TLS_server_method());
+    p.tls.cctx = SSL_CTX_new(TLS_client_method());
+    assert_true(SSL_CTX_use_certificate(p.tls.sctx, g_cert)
+                && SSL_CTX_use_PrivateKey(p.tls.sctx, g_key));
+    SSL_CTX_set_min_proto_version(p.tls.cctx, TLS1_3_VERSION);
+    SSL_CTX_set_num_tickets(p.tls.sctx, 2);
+    p.tls.c = SSL_new(p.tls.cctx);
+    p.tls.s = SSL_new(p.tls.sctx);
+    p.tls.c_in = BIO_new(BIO_s_mem());
+    p.tls.c_out = BIO_new(BIO_s_mem());
+    p.tls.seg = BIO_new(UTLS_BIO_s_segment());
+    SSL_set_bio(p.tls.c, p.tls.c_in, p.tls.c_out);
+    SSL_set_bio(p.tls.s, p.tls.seg, p.tls.seg);
+    SSL_set_mode(p.tls.s, SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE);
+    SSL_set_mode(p.tls.c, SSL_MODE_UTLS_NEGOTIATE);
+    SSL_set_connect_state(p.tls.c);
+    SSL_set_accept_state(p.tls.s);
     for (int i = 0; i < 10; i++) {
         uint8_t buf[65536];
         int k;
 
-        SSL_do_handshake(p.c);
-        SSL_do_handshake(p.s);
-        while ((k = BIO_read(p.c_out, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.base, buf, (size_t)k));
-            p.base += (uint64_t)k;
+        SSL_do_handshake(p.tls.c);
+        SSL_do_handshake(p.tls.s);
+        while ((k = BIO_read(p.tls.c_out, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.tls.seg, p.tls.base, buf, (size_t)k));
+            p.tls.base += (uint64_t)k;
         }
-        while ((n = UTLS_BIO_segment_take_output(p.seg, buf, sizeof(buf))) > 0)
-            BIO_write(p.c_in, buf, (int)n);
+        while ((n = UTLS_BIO_segment_take_output(p.tls.seg, buf, sizeof(buf))) > 0)
+            BIO_write(p.tls.c_in, buf, (int)n);
     }
-    assert_true(SSL_is_init_finished(p.s));
+    assert_true(SSL_is_init_finished(p.tls.s));
     server_to_client(&p); /* the offer, in the tickets */
-    assert_int_equal(UTLS_stream_enable(p.c, 1), 1);
-    assert_int_equal(UTLS_stream_enable(p.s, 1), 1);
+    assert_int_equal(UTLS_stream_enable(p.tls.c, 1), 1);
+    assert_int_equal(UTLS_stream_enable(p.tls.s, 1), 1);
     /* The client's accept goes out with its first message; the server
      * switches with a flush; then the client's records carry numbers. */
     push(&p, write_msg(&p, 0, seqs[0]++));
     assert_int_equal(read_ready(&p, &lg), 1);
-    assert_int_equal(UTLS_ern_flush(p.s), 1);
+    assert_int_equal(UTLS_ern_flush(p.tls.s), 1);
     server_to_client(&p);
-    assert_true(UTLS_ern_status(p.c) & UTLS_ERN_TX);
-    assert_int_equal(UTLS_stream_max_message(p.c), 16384 - 8 - UTLS_STREAM_MAX_HEADER);
+    assert_true(UTLS_ern_status(p.tls.c) & UTLS_ERN_TX);
+    assert_int_equal(UTLS_stream_max_message(p.tls.c), 16384 - 8 - UTLS_STREAM_MAX_HEADER);
     first = p.num;
     for (size_t i = 0; i < 80; i++) {
         uint32_t id = (uint32_t)(i % NUM_STREAMS);
@@ -658,7 +622,7 @@ static void test_streams_reorder_with_ern(void **state)
     read_ready(&p, &lg);
     for (uint32_t id = 0; id < NUM_STREAMS; id++)
         assert_int_equal(lg.next[id], seqs[id]);
-    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    assert_int_equal(UTLS_get_stats(p.tls.s, &st), 1);
     assert_true(st.ern_records_received > 0);
     assert_true(st.records_out_of_order > 0);
     pair_free(&p);
@@ -675,7 +639,7 @@ static int on_delivery(void *arg, lossy_delivery *d)
 {
     lossy_ctx *lc = arg;
 
-    return UTLS_BIO_segment_push(lc->p->seg, lc->base + d->offset, d->data, d->len)
+    return UTLS_BIO_segment_push(lc->p->tls.seg, lc->base + d->offset, d->data, d->len)
         ? LOSSY_CB_OK : LOSSY_CB_ABORT;
 }
 
@@ -704,7 +668,7 @@ static void test_streams_lossy(void **state)
         memset(&lg, 0, sizeof(lg));
         pair_new(&p, SSL_MODE_UNORDERED, 1, 1);
         lc.p = &p;
-        lc.base = p.base;
+        lc.base = p.tls.base;
         lossy_params_default(&params, loss[li]);
         params.rtt = 30;
         net = lossy_new(&params, 100 + li, on_delivery, &lc);
@@ -716,9 +680,9 @@ static void test_streams_lossy(void **state)
             uint64_t before[NUM_STREAMS];
 
             msg_fill(m, id, seqs[id]);
-            assert_int_equal(UTLS_stream_write(p.c, id, m, len), 1);
+            assert_int_equal(UTLS_stream_write(p.tls.c, id, m, len), 1);
             seqs[id]++;
-            while ((n = BIO_read(p.c_out, m, sizeof(m))) > 0)
+            while ((n = BIO_read(p.tls.c_out, m, sizeof(m))) > 0)
                 assert_true(lossy_send(net, m, (size_t)n));
             memcpy(before, lg.next, sizeof(before));
             read_ready(&p, &lg);
@@ -815,7 +779,7 @@ static void test_streams_malformed_duplicate(void **state)
     write_raw(&p, s0, sizeof(s0));
     push(&p, 0);
     push(&p, 1);
-    assert_true(UTLS_stream_read(p.s, buf, sizeof(buf), &n, NULL));
+    assert_true(UTLS_stream_read(p.tls.s, buf, sizeof(buf), &n, NULL));
     assert_int_equal(n, 1);
     expect_error(&p, UTLS_R_STREAM_DUPLICATE);
     pair_free(&p);
@@ -854,12 +818,12 @@ static void test_streams_malformed_gap(void **state)
     push(&p, 1); /* b1 past the hole: held */
     push(&p, 2); /* a1 past the hole: held */
     ERR_clear_error();
-    assert_false(UTLS_stream_read(p.s, buf, sizeof(buf), &n, NULL));
-    assert_int_equal(SSL_get_error(p.s, 0), SSL_ERROR_WANT_READ);
+    assert_false(UTLS_stream_read(p.tls.s, buf, sizeof(buf), &n, NULL));
+    assert_int_equal(SSL_get_error(p.tls.s, 0), SSL_ERROR_WANT_READ);
     push(&p, 0); /* a0 in order: returned, then a1 */
-    assert_true(UTLS_stream_read(p.s, buf, sizeof(buf), &n, &info));
+    assert_true(UTLS_stream_read(p.tls.s, buf, sizeof(buf), &n, &info));
     assert_true(info.stream_id == 0 && info.seq == 0 && buf[0] == 'a');
-    assert_true(UTLS_stream_read(p.s, buf, sizeof(buf), &n, &info));
+    assert_true(UTLS_stream_read(p.tls.s, buf, sizeof(buf), &n, &info));
     assert_true(info.stream_id == 0 && info.seq == 1 && buf[0] == 'c' && info.held);
     push(&p, 3); /* a2 in order, past b1's record: b1's seq 0 can never come */
     expect_error(&p, UTLS_R_STREAM_GAP);
@@ -873,7 +837,7 @@ static void test_streams_malformed_gap(void **state)
     write_raw(&p, a2, sizeof(a2));
     push(&p, 0);
     push(&p, 1);
-    assert_true(UTLS_stream_read(p.s, buf, sizeof(buf), &n, NULL));
+    assert_true(UTLS_stream_read(p.tls.s, buf, sizeof(buf), &n, NULL));
     expect_error(&p, UTLS_R_STREAM_GAP);
     pair_free(&p);
 }
@@ -927,7 +891,7 @@ static void test_streams_limits_many_behind_hole(void **state)
             read_ready(&p, &lg);
     }
     read_ready(&p, &lg);
-    assert_int_equal(UTLS_stream_get_stats(p.s, &stats), 1);
+    assert_int_equal(UTLS_stream_get_stats(p.tls.s, &stats), 1);
     print_message("behind one hole: %llu returned, %zu held (max %zu)\n",
                   (unsigned long long)lg.total, stats.held_now, stats.max_held);
     assert_true(stats.max_held > 0);

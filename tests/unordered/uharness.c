@@ -8,6 +8,7 @@
 
 #include <openssl/err.h>
 #include <openssl/rsa.h>
+#include <openssl/utls.h>
 #include <openssl/x509v3.h>
 
 static const uint8_t magic[4] = {'u', 'T', 'L', 'S'};
@@ -86,6 +87,68 @@ int uh_msg_check(const uint8_t *msg, size_t len, uint32_t *out_index)
     }
     *out_index = index;
     return 1;
+}
+
+int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode)
+{
+    uint8_t buf[65536];
+    int n;
+
+    memset(p, 0, sizeof(*p));
+    p->sctx = SSL_CTX_new(TLS_server_method());
+    p->cctx = SSL_CTX_new(TLS_client_method());
+    if (p->sctx == NULL || p->cctx == NULL || !SSL_CTX_use_certificate(p->sctx, cert)
+        || !SSL_CTX_use_PrivateKey(p->sctx, key)) {
+        return 0;
+    }
+    SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
+    SSL_CTX_set_num_tickets(p->sctx, 0);
+    p->c = SSL_new(p->cctx);
+    p->s = SSL_new(p->sctx);
+    p->c_in = BIO_new(BIO_s_mem());
+    p->c_out = BIO_new(BIO_s_mem());
+    p->seg = BIO_new(UTLS_BIO_s_segment());
+    if (p->c == NULL || p->s == NULL || p->c_in == NULL || p->c_out == NULL || p->seg == NULL) {
+        BIO_free(p->c_in);
+        BIO_free(p->c_out);
+        BIO_free(p->seg);
+        p->c_in = p->c_out = p->seg = NULL;
+        return 0;
+    }
+    SSL_set_bio(p->c, p->c_in, p->c_out);
+    SSL_set_bio(p->s, p->seg, p->seg);
+    if (server_mode != 0) {
+        SSL_set_mode(p->s, (long)server_mode);
+    }
+    SSL_set_connect_state(p->c);
+    SSL_set_accept_state(p->s);
+    /* Ten rounds are more than a TLS 1.3 handshake needs (two flights each
+     * way); a handshake still unfinished after them has failed. */
+    for (int i = 0; i < 10; i++) {
+        size_t k;
+
+        SSL_do_handshake(p->c);
+        SSL_do_handshake(p->s);
+        while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0) {
+            if (!UTLS_BIO_segment_push(p->seg, p->base, buf, (size_t)n)) {
+                return 0;
+            }
+            p->base += (uint64_t)n;
+        }
+        while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0) {
+            BIO_write(p->c_in, buf, (int)k);
+        }
+    }
+    return SSL_is_init_finished(p->s);
+}
+
+void uh_seg_pair_free(uh_seg_pair *p)
+{
+    SSL_free(p->c);
+    SSL_free(p->s);
+    SSL_CTX_free(p->cctx);
+    SSL_CTX_free(p->sctx);
+    memset(p, 0, sizeof(*p));
 }
 
 int uh_make_identity(int ec, EVP_PKEY **out_key, X509 **out_cert)

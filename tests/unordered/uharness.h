@@ -1,7 +1,8 @@
 /*
  * uharness.h: pieces shared by the in-process test and the interop relay:
  * self-describing messages (index + length + checksum), throwaway
- * certificates, and a check that a weak reference to the uTLS API resolved.
+ * certificates, a client/server pair whose server reads through the segment
+ * BIO, and a check that a weak reference to the uTLS API resolved.
  */
 #ifndef UTLS_TESTS_UHARNESS_H
 #define UTLS_TESTS_UHARNESS_H
@@ -37,6 +38,31 @@ size_t uh_msg_peek_len(const uint8_t *msg, size_t len);
 /* uh_make_identity creates a throwaway self-signed certificate: ECDSA P-256
  * if |ec|, else RSA-2048. The caller owns both. Returns 1 or 0. */
 int uh_make_identity(int ec, EVP_PKEY **out_key, X509 **out_cert);
+
+/*-
+ * A TLS 1.3 client and server in one process, the server reading through
+ * UTLS_BIO_s_segment(): the test hands it the client's bytes as TCP segments
+ * at stream offsets (UTLS_BIO_segment_push at |base|), in any order; the
+ * client writes into the memory BIO |c_out|.
+ */
+typedef struct {
+    SSL_CTX *sctx, *cctx;
+    SSL *c, *s;
+    BIO *c_in, *c_out; /* the client's memory BIOs (owned by |c|) */
+    BIO *seg;          /* the server's segment BIO (owned by |s|) */
+    uint64_t base;     /* stream offset of the next byte the client writes */
+} uh_seg_pair;
+
+/* uh_seg_pair_new fills |p|: a server with |key|/|cert| (borrowed; the
+ * contexts take their own references), no session tickets, SSL_set_mode
+ * |server_mode| (0: none), and a client that wants TLS 1.3; then runs the
+ * handshake, passing the client's flight to the server in order. Returns 1 if
+ * the server finished the handshake, 0 otherwise (|p| must still be freed
+ * with uh_seg_pair_free). */
+int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode);
+
+/* uh_seg_pair_free frees what uh_seg_pair_new made (the SSLs own the BIOs). */
+void uh_seg_pair_free(uh_seg_pair *p);
 
 /* uh_errors_to_stderr prints and clears OpenSSL's error queue. */
 void uh_errors_to_stderr(const char *what);

@@ -1,0 +1,87 @@
+/*
+ * example_util.h: the plumbing the streaming examples (utls-stream,
+ * utls-substreams) share: messages and exit on error, clocks, little-endian
+ * fields, which libssl is loaded, addresses, sockets, a throwaway
+ * certificate and the --ready file. Nothing here is uTLS API: it compiles
+ * against stock OpenSSL 3.0 too (the examples' -stock builds). Read the
+ * examples for the API; read this file only for the plumbing.
+ */
+#ifndef UTLS_EXAMPLE_UTIL_H
+#define UTLS_EXAMPLE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
+/* example_name is the program name that die() and note() put before every
+ * message; the example sets it first thing in main(). */
+extern const char *example_name;
+
+/* example_quiet: when nonzero note() prints nothing (the --quiet option). */
+extern int example_quiet;
+
+/* die prints "NAME: message" and OpenSSL's error queue to stderr and exits
+ * with status 2. It does not return. */
+void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* note prints "NAME: message" to stderr unless example_quiet is set. */
+void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* now_ns returns CLOCK_MONOTONIC in nanoseconds. */
+uint64_t now_ns(void);
+
+/* real_minus_mono_ns returns CLOCK_REALTIME - CLOCK_MONOTONIC in nanoseconds
+ * (logged so that two hosts' monotonic times can be put on one axis). */
+int64_t real_minus_mono_ns(void);
+
+/* sleep_until sleeps until CLOCK_MONOTONIC time |t| (nanoseconds), through
+ * signals. */
+void sleep_until(uint64_t t);
+
+/* put32/put64 write |v| little-endian at |p|; get32/get64 read it back. */
+void put32(unsigned char *p, uint32_t v);
+void put64(unsigned char *p, uint64_t v);
+uint32_t get32(const unsigned char *p);
+uint64_t get64(const unsigned char *p);
+
+/* loaded_libssl returns the real path of the libssl mapped into this process
+ * (the one SSL_read comes from), or "?" if it cannot tell. The string is
+ * static: valid until the next call. */
+const char *loaded_libssl(void);
+
+/* symbol_loaded returns 1 if a library of this process exports |name| (how
+ * an example tells the uTLS fork from a stock libssl at run time), else 0. */
+int symbol_loaded(const char *name);
+
+/* parse_addr resolves "HOST:PORT" (numeric port; HOST may be "[v6]" or
+ * empty for the wildcard) for |socktype| into |ss|/|sl|; dies if it cannot. */
+void parse_addr(const char *s, int socktype, struct sockaddr_storage *ss, socklen_t *sl);
+
+/* listen_socket returns a socket of |type| bound to |ss| (SO_REUSEADDR) and,
+ * for SOCK_STREAM, listening; the caller owns it. |addr| names the address
+ * in error messages. Dies on failure. */
+int listen_socket(int type, const struct sockaddr_storage *ss, socklen_t sl, const char *addr);
+
+/* connect_retry returns a socket of |type| connected to |ss|, retrying a
+ * refused or unreachable TCP connect for 15 s (the receiver may still be
+ * starting); TCP sockets get TCP_NODELAY and, if |cc| is not NULL, that
+ * congestion control. The caller owns the socket. Dies on failure. */
+int connect_retry(int type, const struct sockaddr_storage *ss, socklen_t sl, const char *addr,
+                  const char *cc);
+
+/* wait_readable returns 1 if |fd| becomes readable within |ms| ms, else 0. */
+int wait_readable(int fd, long ms);
+
+/* make_cert gives |ctx| a fresh self-signed P-256 certificate with common
+ * name |cn| and its key (the context takes its own references). Dies on
+ * failure. */
+void make_cert(SSL_CTX *ctx, const char *cn);
+
+/* touch_ready writes the port |fd| is bound to (useful with port 0) to the
+ * file |path|, atomically (a temporary file renamed): the file appears
+ * complete or not at all. Does nothing if |path| is NULL; dies on failure. */
+void touch_ready(const char *path, int fd);
+
+#endif /* UTLS_EXAMPLE_UTIL_H */
