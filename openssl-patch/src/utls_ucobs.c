@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/bio.h>
@@ -45,14 +44,6 @@ struct utls_ucobs_st {
     unsigned char *buf;
     UTLS_UCOBS_STATS stats;
 };
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* send_all writes |len| bytes of |p| to |fd|; see UTLS_ucobs_send. */
 static int send_all(int fd, const unsigned char *p, size_t len)
@@ -232,7 +223,7 @@ UTLS_UCOBS_RESULT UTLS_ucobs_recv(UTLS_UCOBS *u, void *buf, size_t len, size_t *
         r = BIO_read(u->bio, u->buf, UTLS_UCOBS_READ_CHUNK);
         if (r > 0) {
             u->stats.bytes_read += (uint64_t)r;
-            if (!utls_ucobs_rx_feed(u->rx, u->read_off, u->buf, (size_t)r, mono_ns()))
+            if (!utls_ucobs_rx_feed(u->rx, u->read_off, u->buf, (size_t)r, utls_now_ns()))
                 goto nomem;
             u->read_off += (uint64_t)r;
             continue;
