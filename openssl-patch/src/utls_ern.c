@@ -14,6 +14,9 @@
 #include <openssl/evp.h>
 
 #include "utls_local.h"
+/* The provider's big-endian helpers (prepare.sh links provider/ into the
+ * tree root, which is on libssl's include path): one copy for the fork. */
+#include "utls-provider/be64.h"
 
 /* RFC 8446 4.2: 65280-65535 are reserved for private use. "u" = 0x75. */
 #define UTLS_ERN_EXT_TYPE 0xFF75
@@ -23,26 +26,6 @@
  * || tag; the nonce is salt (4, from the key block) || explicit nonce. */
 #define UTLS_GCM12_EXPLICIT_LEN 8
 #define UTLS_GCM12_SALT_LEN 4
-
-static void put_be64(unsigned char *p, uint64_t v)
-{
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        p[i] = (unsigned char)v;
-        v >>= 8;
-    }
-}
-
-static uint64_t get_be64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 /* --- Tokens ---------------------------------------------------------------- */
 
@@ -267,7 +250,7 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
         return;
     /* Only the first record under the read key (sequence number 0, counted
      * by decryption already): the server's Finished. */
-    if (get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
+    if (utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
         return;
     c->ern12_checked = 1;
     if (!ern_tokens(s, c))
@@ -350,11 +333,11 @@ int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *
     if (!c->ern_tx)
         return 1;
     /* The number the record is encrypted under: this record's sequence. */
-    put_be64(ern, get_be64(seq) + pipe);
+    utls_store_be64(ern, utls_load_be64(seq) + pipe);
     if (!WPACKET_memcpy(pkt, ern, sizeof(ern)))
         return 0;
     if (!c->ern_sealing) /* written now, in sequence (UTLS_ern_seal: later) */
-        c->ern_tx_top_next = get_be64(seq) + pipe + 1;
+        c->ern_tx_top_next = utls_load_be64(seq) + pipe + 1;
     *out_len += sizeof(ern);
     c->stats.ern_records_sent++;
     return 1;
@@ -427,7 +410,7 @@ int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t 
     }
     if (!numbered)
         return 0;
-    if (*len < UTLS_ERN_LEN || get_be64(*pt) != seq)
+    if (*len < UTLS_ERN_LEN || utls_load_be64(*pt) != seq)
         return -1;
     *pt += UTLS_ERN_LEN;
     *len -= UTLS_ERN_LEN;
@@ -649,7 +632,7 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
     default:
         return 0;
     }
-    put_be64(want, seq);
+    utls_store_be64(want, seq);
     if (pt_off != 0) /* keystream: the plaintext is it XOR the ciphertext */
         for (i = 0; i < UTLS_ERN_LEN; i++)
             ks[i] ^= wire[pt_off + i];
@@ -724,7 +707,7 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
         return 0;
     }
-    m = get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
+    m = utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
     if (c->ern_num_sealed == 0 && m < c->ern_tx_top_next)
         c->ern_tx_top_next = m; /* a new key: its numbers restart at 0 */
     if (c->ern_num_sealed > 0 && m != c->ern_seal_next) {
@@ -759,7 +742,7 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
         return 0; /* SSLfatal() already called */
     wb = &s->rlayer.wbuf[0];
     if (written < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL || written > out_cap
-        || get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != m + 1) {
+        || utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != m + 1) {
         SSLfatal(s, SSL_AD_INTERNAL_ERROR, ERR_R_INTERNAL_ERROR);
         return 0;
     }
@@ -820,7 +803,7 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "an SSL_write() is pending: complete it first");
         return 0;
     }
-    if (get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern_seal_next) {
+    if (utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern_seal_next) {
         /* The key changed or another record took a number: this record's
          * nonce and number belong to a state the peer has left. */
         ern_slots_clear(c);
@@ -904,7 +887,7 @@ int utls_hook_key_change_allowed(SSL *s)
 
 static void set_read_seq(SSL *s, uint64_t v)
 {
-    put_be64(RECORD_LAYER_get_read_sequence(&s->rlayer), v);
+    utls_store_be64(RECORD_LAYER_get_read_sequence(&s->rlayer), v);
 }
 
 int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
@@ -919,7 +902,7 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     if (c == NULL || !c->ern_rx || rr->type != SSL3_RT_APPLICATION_DATA
         || rr->rec_version == SSL2_VERSION || SSL_in_init(s))
         return 1;
-    ctr = get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
+    ctr = utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
     if (!c->ern_rxw_valid || ctr != c->ern_rx_next) {
         /* The first numbered record, or a new key: numbers restart here. */
         c->ern_rxw_valid = 1;
