@@ -140,6 +140,14 @@ int UTLS_ern_flush(SSL *s);
 # define UTLS_ERN_SEAL_OVERHEAD 128
 /* UTLS_ERN_SEAL_MAX_CONTENT: the most content one sealed record holds. */
 # define UTLS_ERN_SEAL_MAX_CONTENT (16384 - 8)
+/*
+ * UTLS_ERN_SEAL_MAX_RECORD: the longest record UTLS_ern_seal() can produce,
+ * header included: RFC 8446 5.2 bounds TLSCiphertext.length by 2^14 + 256.
+ * With TLS 1.3 record padding on (SSL_CTX_set_record_padding_callback(),
+ * SSL_CTX_set_block_padding()) the padding, not the content, decides the
+ * length, so a sealed record is then bounded only by this.
+ */
+# define UTLS_ERN_SEAL_MAX_RECORD (5 + 16384 + 256)
 
 /*
  * UTLS_ern_seal encrypts |len| bytes of |buf| (1 to UTLS_ERN_SEAL_MAX_CONTENT)
@@ -975,6 +983,8 @@ int UTLS_ucobs_get_stats(const UTLS_UCOBS *u, UTLS_UCOBS_STATS *out_stats);
 # define UTLS_R_ERN_REPLAY         177 /* the peer sent a record number twice */
 # define UTLS_R_ERN_OUT_OF_WINDOW  178 /* the peer's number is outside the window */
 # define UTLS_R_ERN_DROP_LAST      179 /* the most recently sealed record is written */
+# define UTLS_R_ERN_HANDSHAKE_DUE  180 /* a KeyUpdate/handshake answer waits: write or
+                                         * drop the sealed records first */
 
 /* UTLS_get_lib returns the error library number of uTLS's errors. */
 int UTLS_get_lib(void);

@@ -948,6 +948,11 @@ static int has_utls_error(int reason)
 
 /* 1: seal tests read with a server without SSL_MODE_UNORDERED. */
 static int g_plain_server;
+/* 1: seal_ready's client counts the tickets it receives (g_tickets_seen) and
+ * offers post-handshake authentication. */
+static int g_count_tickets;
+static int g_tickets_seen;
+static int count_ticket(SSL *s, SSL_SESSION *sess);
 
 /* seal_ready: a pair whose client numbers its records (message 0 carried the
  * accept) and whose server numbers the client's; room for |num| messages. */
@@ -956,6 +961,11 @@ static void seal_ready(pair *p, size_t num)
     uint8_t m[UH_MSG_MAX];
 
     make_pair(p, 1, 1, 2);
+    if (g_count_tickets) {
+        SSL_CTX_set_session_cache_mode(SSL_get_SSL_CTX(p->c), SSL_SESS_CACHE_CLIENT);
+        SSL_CTX_sess_set_new_cb(SSL_get_SSL_CTX(p->c), count_ticket);
+        SSL_set_post_handshake_auth(p->c, 1);
+    }
     if (g_plain_server) /* the stock in-order read path, no UTLS_read_record */
         SSL_clear_mode(p->s, SSL_MODE_UNORDERED);
     handshake(p);
@@ -1412,6 +1422,309 @@ static void test_ern_seal_partial_write(void **state)
     free_pair(&p);
 }
 
+/* --- What else writes records while sealed records are unwritten ---------- */
+
+static int count_ticket(SSL *s, SSL_SESSION *sess)
+{
+    (void)s, (void)sess;
+    g_tickets_seen++;
+    return 0; /* not kept */
+}
+
+/*
+ * server_tx_ready: a seal_ready pair whose server numbers its records too
+ * (its message carried the switch) and whose client reads them; the
+ * client's messages delivered so far are counted in p->got.
+ */
+static void server_tx_ready(pair *p, size_t num)
+{
+    uint8_t m[UH_MSG_MAX];
+
+    seal_ready(p, num);
+    assert_true(uh_msg_build(m, 0, 100));
+    assert_int_equal(SSL_write(p->s, m, 100), 100);
+    shuttle(p);
+    assert_int_equal(SSL_read(p->c, m, sizeof(m)), 100);
+    assert_true(UTLS_ern_status(p->s) & UTLS_ERN_TX);
+    assert_true(UTLS_ern_status(p->c) & UTLS_ERN_RX);
+}
+
+/* seal_on: seal_msg for either endpoint. */
+static void seal_on(SSL *s, uint32_t idx, size_t len, sealed_rec *out)
+{
+    uint8_t m[UH_MSG_MAX];
+
+    assert_true(uh_msg_build(m, idx, len));
+    assert_int_equal(UTLS_ern_seal(s, m, len, out->rec, sizeof(out->rec), &out->len,
+                                   &out->number), 1);
+}
+
+/* client_reads: every message the client can read now; |*out_got| counts
+ * them, |seen| marks their indexes. Returns SSL_get_error() of the last read. */
+static int client_reads(pair *p, int *seen, size_t num, size_t *out_got)
+{
+    uint8_t buf[UH_MSG_MAX];
+    uint32_t idx;
+    int n;
+
+    while ((n = SSL_read(p->c, buf, sizeof(buf))) > 0) {
+        assert_true(uh_msg_check(buf, (size_t)n, &idx));
+        assert_true(idx < num && !seen[idx]);
+        seen[idx] = 1;
+        (*out_got)++;
+    }
+    return SSL_get_error(p->c, n);
+}
+
+/* SSL_shutdown() is refused while sealed records are unwritten (its
+ * close_notify would take a number above them); once they are written or
+ * dropped it goes out and the receiver sees a clean close, not a
+ * bad_record_mac. After it, nothing more can be sealed. */
+static void shutdown_waits(void)
+{
+    sealed_rec r[3];
+    pair p;
+    size_t before;
+
+    seal_ready(&p, 4);
+    seal_msg(&p, 1, 300, &r[0]);
+    seal_msg(&p, 2, 300, &r[1]);
+    before = BIO_ctrl_pending(p.c_out);
+    ERR_clear_error();
+    assert_true(SSL_shutdown(p.c) < 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(SSL_get_shutdown(p.c) & SSL_SENT_SHUTDOWN, 0);
+    assert_int_equal(BIO_ctrl_pending(p.c_out), before); /* nothing went out */
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    assert_true(SSL_shutdown(p.c) < 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
+    assert_int_equal(SSL_shutdown(p.c), 0); /* sent; the peer's is not in yet */
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r[2].rec, sizeof(r[2].rec), &r[2].len,
+                                   &r[2].number), 0);
+    ERR_clear_error();
+    shuttle(&p);
+    read_all(&p);
+    assert_int_equal(SSL_get_error(p.s, 0), SSL_ERROR_ZERO_RETURN);
+    assert_true(SSL_get_shutdown(p.s) & SSL_RECEIVED_SHUTDOWN);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 2);
+    assert_true(p.seen[0] && !p.seen[1] && p.seen[2]);
+    free_pair(&p);
+}
+
+static void test_ern_seal_shutdown_waits(void **state)
+{
+    (void)state;
+    seal_each_version(shutdown_waits);
+}
+
+/* A TLS 1.3 server: SSL_new_session_ticket() and post-handshake
+ * authentication are refused while sealed records are unwritten; a ticket
+ * asked for with none sealed goes out in front of the next sealed record. */
+static void test_ern_seal_server_ticket(void **state)
+{
+    sealed_rec r[4];
+    int seen[8] = {0};
+    size_t got = 0;
+    pair p;
+
+    (void)state;
+    g_tls12 = NULL;
+    g_tickets_seen = 0;
+    g_count_tickets = 1;
+    server_tx_ready(&p, 8);
+    g_count_tickets = 0;
+    assert_int_equal(g_tickets_seen, 2); /* the handshake's (and the offer) */
+    seal_on(p.s, 1, 300, &r[0]);
+    seal_on(p.s, 2, 300, &r[1]);
+    /* Configured so that, sealed records aside, the request would go out. */
+    SSL_set_verify(p.s, SSL_VERIFY_PEER | SSL_VERIFY_POST_HANDSHAKE, NULL);
+    ERR_clear_error();
+    assert_int_equal(SSL_new_session_ticket(p.s), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(SSL_verify_client_post_handshake(p.s), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[1].rec, r[1].len), 1);
+    assert_int_equal(UTLS_ern_drop(p.s, r[0].number), 1);
+    /* None sealed: the ticket is owed, and goes out before the next record. */
+    assert_int_equal(SSL_new_session_ticket(p.s), 1);
+    seal_on(p.s, 3, 300, &r[2]);
+    seal_on(p.s, 4, 300, &r[3]);
+    assert_int_equal(r[2].number, r[1].number + 2); /* the ticket took one */
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[3].rec, r[3].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[2].rec, r[2].len), 1);
+    shuttle(&p);
+    assert_int_equal(client_reads(&p, seen, 8, &got), SSL_ERROR_WANT_READ);
+    assert_int_equal(g_tickets_seen, 3);
+    assert_int_equal(got, 3);
+    assert_true(!seen[1] && seen[2] && seen[3] && seen[4]);
+    free_pair(&p);
+}
+
+/* The peer asks for a KeyUpdate (update_requested) while sealed records are
+ * unwritten: the answer waits (RFC 8446 4.6.3: before the next application
+ * record *sent*; the sealed ones were encrypted before), the sealed records
+ * are written under the old key, new ones are refused until none is left,
+ * and the next seal sends the KeyUpdate first and numbers from 0. */
+static void test_ern_seal_peer_keyupdate(void **state)
+{
+    sealed_rec r[4];
+    uint8_t m[200];
+    pair p;
+    size_t before;
+
+    (void)state;
+    g_tls12 = NULL;
+    seal_ready(&p, 8);
+    seal_msg(&p, 1, 300, &r[0]);
+    seal_msg(&p, 2, 300, &r[1]);
+    assert_int_equal(SSL_key_update(p.s, SSL_KEY_UPDATE_REQUESTED), 1);
+    assert_true(uh_msg_build(m, 0, sizeof(m)));
+    assert_int_equal(SSL_write(p.s, m, sizeof(m)), (int)sizeof(m));
+    shuttle(&p);
+    before = BIO_ctrl_pending(p.c_out);
+    assert_int_equal(SSL_read(p.c, m, sizeof(m)), (int)sizeof(m));
+    assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NOT_REQUESTED);
+    assert_true(SSL_read(p.c, m, sizeof(m)) <= 0); /* nothing more; nothing written */
+    assert_int_equal(BIO_ctrl_pending(p.c_out), before);
+    ERR_clear_error();
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r[2].rec, sizeof(r[2].rec), &r[2].len,
+                                   &r[2].number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_HANDSHAKE_DUE));
+    assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
+    seal_on(p.c, 3, 300, &r[2]); /* KeyUpdate first (written), then this record */
+    assert_true(BIO_ctrl_pending(p.c_out) > before);
+    assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NONE);
+    assert_int_equal(r[2].number, 0);
+    seal_msg(&p, 4, 300, &r[3]);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[3].rec, r[3].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 4);
+    assert_true(p.seen[0] && !p.seen[1] && p.seen[2] && p.seen[3] && p.seen[4]);
+    free_pair(&p);
+}
+
+/* TLS 1.2: the client renegotiates while the server has sealed records
+ * unwritten. The server's answer (ServerHello...) would take a number above
+ * them: it waits, SSL_read() reports UTLS_R_ERN_SEALED_PENDING, and once the
+ * sealed records are written or dropped the renegotiation completes. */
+static void test_ern12_seal_peer_renegotiation_waits(void **state)
+{
+    sealed_rec r[2];
+    unsigned char buf[UH_MSG_MAX];
+    int seen[4] = {0};
+    size_t got = 0;
+    pair p;
+
+    (void)state;
+    g_tls12 = GCM128;
+    server_tx_ready(&p, 2);
+    /* OpenSSL 3.0 refuses client-initiated renegotiation unless allowed
+     * (its no_renegotiation alert would wait for the sealed records too). */
+    SSL_set_options(p.s, SSL_OP_ALLOW_CLIENT_RENEGOTIATION);
+    seal_on(p.s, 1, 300, &r[0]);
+    seal_on(p.s, 2, 300, &r[1]);
+    assert_int_equal(SSL_renegotiate(p.c), 1);
+    assert_true(SSL_do_handshake(p.c) <= 0); /* ClientHello out */
+    shuttle(&p);
+    ERR_clear_error();
+    assert_true(SSL_read(p.s, buf, sizeof(buf)) <= 0);
+    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(SSL_in_init(p.s)); /* the answer waits in the state machine */
+    assert_int_equal(UTLS_BIO_segment_take_output(p.seg, buf, sizeof(buf)), 0);
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[1].rec, r[1].len), 1);
+    assert_int_equal(UTLS_ern_drop(p.s, r[0].number), 1);
+    for (int i = 0; i < 20 && (SSL_in_init(p.c) || SSL_in_init(p.s)); i++) {
+        assert_int_equal(SSL_read(p.s, buf, sizeof(buf)), -1); /* handshake only */
+        assert_int_equal(SSL_get_error(p.s, -1), SSL_ERROR_WANT_READ);
+        shuttle(&p);
+        assert_int_equal(client_reads(&p, seen, 4, &got), SSL_ERROR_WANT_READ);
+        shuttle(&p);
+    }
+    ERR_clear_error();
+    assert_true(SSL_is_init_finished(p.c) && SSL_is_init_finished(p.s));
+    assert_int_equal(SSL_renegotiate_pending(p.c), 0);
+    assert_int_equal(got, 1);
+    assert_true(!seen[1] && seen[2]);
+    /* The new keys work, numbered, in both directions. */
+    assert_true(uh_msg_build(buf, 3, 100));
+    assert_int_equal(SSL_write(p.s, buf, 100), 100);
+    shuttle(&p);
+    assert_int_equal(client_reads(&p, seen, 4, &got), SSL_ERROR_WANT_READ);
+    assert_int_equal(got, 2);
+    free_pair(&p);
+}
+
+/* A record padding callback or block padding (TLS 1.3) decides the record's
+ * length, so UTLS_ERN_SEAL_OVERHEAD no longer bounds it: sealing then needs
+ * room for UTLS_ERN_SEAL_MAX_RECORD and refuses a smaller buffer before it
+ * takes a number. */
+static size_t pad_4000(SSL *s, int type, size_t len, void *arg)
+{
+    (void)s, (void)type, (void)len, (void)arg;
+    return 4000;
+}
+
+static void padding_bounded(int block)
+{
+    static unsigned char big[UTLS_ERN_SEAL_MAX_RECORD];
+    sealed_rec r[2];
+    uint8_t m[100];
+    size_t big_len;
+    uint64_t big_number;
+    pair p;
+
+    g_tls12 = NULL;
+    seal_ready(&p, 4);
+    if (block)
+        assert_int_equal(SSL_set_block_padding(p.c, 4096), 1);
+    else
+        SSL_set_record_padding_callback(p.c, pad_4000);
+    assert_true(uh_msg_build(m, 1, sizeof(m)));
+    ERR_clear_error();
+    assert_int_equal(UTLS_ern_seal(p.c, m, sizeof(m), r[0].rec, sizeof(m) + UTLS_ERN_SEAL_OVERHEAD,
+                                   &r[0].len, &r[0].number), 0);
+    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    /* Nothing consumed, the connection is fine: with room it seals. */
+    assert_int_equal(UTLS_ern_seal(p.c, m, sizeof(m), big, sizeof(big), &big_len, &big_number),
+                     1);
+    assert_true(big_len > sizeof(m) + UTLS_ERN_SEAL_OVERHEAD);
+    assert_true(big_len <= UTLS_ERN_SEAL_MAX_RECORD);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, big, big_len), 1);
+    /* Padding off again: the usual bound. */
+    if (block)
+        assert_int_equal(SSL_set_block_padding(p.c, 0), 1);
+    else
+        SSL_set_record_padding_callback(p.c, NULL);
+    seal_msg(&p, 2, 100, &r[1]);
+    assert_int_equal(r[1].number, big_number + 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 3);
+    free_pair(&p);
+}
+
+static void test_ern_seal_padding_callback(void **state)
+{
+    (void)state;
+    padding_bounded(0);
+}
+
+static void test_ern_seal_block_padding(void **state)
+{
+    (void)state;
+    padding_bounded(1);
+}
+
 static int reset_globals(void **state)
 {
     (void)state;
@@ -1480,6 +1793,12 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_ern_seal_keyupdate, reset_globals),
         cmocka_unit_test_setup(test_ern12_seal_renegotiation_refused, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_partial_write, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_shutdown_waits, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_server_ticket, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_peer_keyupdate, reset_globals),
+        cmocka_unit_test_setup(test_ern12_seal_peer_renegotiation_waits, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_padding_callback, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_block_padding, reset_globals),
     };
     int r;
 
