@@ -85,19 +85,6 @@ static void die(const char *what)
     exit(1);
 }
 
-/* utls_error_queued: |reason| of uTLS's library is on the error queue,
- * which is emptied. */
-static int utls_error_queued(int reason)
-{
-    unsigned long e;
-    int found = 0;
-
-    while ((e = ERR_get_error()) != 0)
-        if (ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == reason)
-            found = 1;
-    return found;
-}
-
 /* xorshift64*: the shuffles and sizes, the same on every run. */
 static uint64_t g_rng = 0x45524e2d6e6574ULL;
 
@@ -282,7 +269,7 @@ static void send_out_of_window(SSL *ssl)
         seal(ssl, (uint32_t)(i + 1), 100, &r[i]);
     ERR_clear_error();
     CHECK(!UTLS_ern_seal(ssl, "x", 1, extra.rec, sizeof(extra.rec), &extra.len, &extra.number)
-              && utls_error_queued(UTLS_R_ERN_WINDOW),
+              && uh_utls_error_queued(UTLS_R_ERN_WINDOW),
           "the sender refuses a seal a window ahead (UTLS_R_ERN_WINDOW)");
     if (UTLS_ern_write_sealed(ssl, r[UTLS_ERN_REORDER_WINDOW].rec,
                               r[UTLS_ERN_REORDER_WINDOW].len) != 1)
@@ -402,7 +389,7 @@ static void recv_shuffled(SSL *ssl, const char *how)
         }
     }
     /* The replay, written last: fatal, and nothing delivered twice. */
-    replay_fatal = SSL_get_error(ssl, 0) == SSL_ERROR_SSL && utls_error_queued(UTLS_R_ERN_REPLAY);
+    replay_fatal = SSL_get_error(ssl, 0) == SSL_ERROR_SSL && uh_utls_error_queued(UTLS_R_ERN_REPLAY);
     CHECK(have_summary, "the summary arrived (with %zu records)", got);
     CHECK(replay_fatal, "the replayed record is fatal (UTLS_R_ERN_REPLAY)");
     CHECK(bad == 0, "no record unexpected or twice (%zu)", bad);
@@ -448,7 +435,7 @@ static void recv_out_of_window(SSL *ssl, const char *how)
     ERR_clear_error();
     while (UTLS_read_record(ssl, buf, sizeof(buf), &n, NULL))
         got++;
-    fatal = SSL_get_error(ssl, 0) == SSL_ERROR_SSL && utls_error_queued(UTLS_R_ERN_OUT_OF_WINDOW);
+    fatal = SSL_get_error(ssl, 0) == SSL_ERROR_SSL && uh_utls_error_queued(UTLS_R_ERN_OUT_OF_WINDOW);
     CHECK(fatal, "a record a window ahead is fatal (UTLS_R_ERN_OUT_OF_WINDOW)");
     CHECK(got == 0, "nothing delivered (%zu)", got);
     printf("{\"connection\":\"out_of_window\",\"how\":\"%s\",\"delivered\":%zu,"

@@ -933,19 +933,6 @@ static void test_ern12_nonces_unique(void **state)
 
 #define SEAL_BUF (UH_MSG_MAX + UTLS_ERN_SEAL_OVERHEAD)
 
-/* has_utls_error: |reason| of uTLS's library is on the error queue (which is
- * cleared). */
-static int has_utls_error(int reason)
-{
-    unsigned long e;
-    int found = 0;
-
-    while ((e = ERR_get_error()) != 0)
-        if (ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == reason)
-            found = 1;
-    return found;
-}
-
 /* 1: seal tests read with a server without SSL_MODE_UNORDERED. */
 static int g_plain_server;
 /* 1: seal_ready's client counts the tickets it receives (g_tickets_seen) and
@@ -1152,25 +1139,25 @@ static void skip_and_single_use(void)
     /* SSL_write would take a number above the sealed ones: refused. */
     assert_true(uh_msg_build(m, 4, sizeof(m)));
     assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     /* The most recently sealed record must be written. */
     assert_int_equal(UTLS_ern_drop(p.c, r[2].number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_DROP_LAST));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_DROP_LAST));
     assert_int_equal(UTLS_ern_drop(p.c, r[1].number), 1);
     assert_int_equal(UTLS_ern_drop(p.c, r[1].number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     /* A dropped record cannot be written any more. */
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 1);
     /* Single use: the second write of a record is refused. */
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     /* A record that was never sealed (altered tag) is refused. */
     r[2].rec[r[2].len - 1] ^= 1;
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     assert_int_equal(UTLS_ern_num_sealed(p.c), 0);
     assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m));
     shuttle(&p);
@@ -1214,7 +1201,7 @@ static void replay_fatal(void)
     assert_true(p.fatal);
     assert_int_equal(p.bad, 0);
     assert_int_equal(p.got, 4);
-    assert_true(has_utls_error(UTLS_R_ERN_REPLAY));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_REPLAY));
     free_pair(&p);
 }
 
@@ -1248,7 +1235,7 @@ static void beyond_window_fatal(void)
     /* The sender's window: a 65th sealed record is refused. */
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, extra.rec, sizeof(extra.rec), &extra.len,
                                    &extra.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_WINDOW));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_WINDOW));
     assert_int_equal(r[UTLS_ERN_REORDER_WINDOW].number, r[0].number + UTLS_ERN_REORDER_WINDOW);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[UTLS_ERN_REORDER_WINDOW].rec,
                                            r[UTLS_ERN_REORDER_WINDOW].len), 1);
@@ -1257,7 +1244,7 @@ static void beyond_window_fatal(void)
     read_all(&p);
     assert_true(p.fatal);
     assert_int_equal(p.got, 1);
-    assert_true(has_utls_error(UTLS_R_ERN_OUT_OF_WINDOW));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_OUT_OF_WINDOW));
     free_pair(&p);
 }
 
@@ -1280,29 +1267,29 @@ static void test_ern_seal_refused(void **state)
     make_pair(&p, 1, 0, 2);
     handshake(&p);
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     assert_int_equal(SSL_write(p.c, "hello", 5), 5);
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, 40), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     free_pair(&p);
     /* Negotiating, but the accept is not out yet: not on either. */
     make_pair(&p, 1, 1, 2);
     handshake(&p);
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     free_pair(&p);
     seal_ready(&p, 2);
     assert_int_equal(UTLS_ern_seal(p.c, big, sizeof(big), r.rec, sizeof(r.rec), &r.len,
                                    &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
     assert_int_equal(UTLS_ern_seal(p.c, big, 0, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
     assert_int_equal(UTLS_ern_seal(p.c, big, 100, r.rec, 100, &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, 0), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     /* Nothing was consumed: the next seal has the next number. */
     seal_msg(&p, 1, 100, &r);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, r.len), 1);
@@ -1328,10 +1315,10 @@ static void test_ern_seal_keyupdate(void **state)
     seal_msg(&p, 1, 300, &r[0]);
     seal_msg(&p, 2, 300, &r[1]);
     assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
     assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     /* A gap below: the KeyUpdate record (no number) still gets the number
      * the server counts next. */
     assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
@@ -1363,7 +1350,7 @@ static void test_ern12_seal_renegotiation_refused(void **state)
     seal_ready(&p, 3);
     seal_msg(&p, 1, 300, &r);
     assert_int_equal(SSL_renegotiate(p.c), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, r.len), 1);
     shuttle(&p);
     read_all(&p);
@@ -1394,10 +1381,10 @@ static void test_ern_seal_partial_write(void **state)
         assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
         /* Only this record may go on meanwhile. */
         assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 0);
-        assert_true(has_utls_error(UTLS_R_ERN_WRITE_PENDING));
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_WRITE_PENDING));
         assert_true(uh_msg_build(m, 3, sizeof(m)));
         assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
-        assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
         while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
             assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
             p.s_off += (uint64_t)n;
@@ -1492,12 +1479,12 @@ static void shutdown_waits(void)
     before = BIO_ctrl_pending(p.c_out);
     ERR_clear_error();
     assert_true(SSL_shutdown(p.c) < 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(SSL_get_shutdown(p.c) & SSL_SENT_SHUTDOWN, 0);
     assert_int_equal(BIO_ctrl_pending(p.c_out), before); /* nothing went out */
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
     assert_true(SSL_shutdown(p.c) < 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
     assert_int_equal(SSL_shutdown(p.c), 0); /* sent; the peer's is not in yet */
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r[2].rec, sizeof(r[2].rec), &r[2].len,
@@ -1542,9 +1529,9 @@ static void test_ern_seal_server_ticket(void **state)
     SSL_set_verify(p.s, SSL_VERIFY_PEER | SSL_VERIFY_POST_HANDSHAKE, NULL);
     ERR_clear_error();
     assert_int_equal(SSL_new_session_ticket(p.s), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(SSL_verify_client_post_handshake(p.s), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(UTLS_ern_write_sealed(p.s, r[1].rec, r[1].len), 1);
     assert_int_equal(UTLS_ern_drop(p.s, r[0].number), 1);
     /* None sealed: the ticket is owed, and goes out before the next record. */
@@ -1592,7 +1579,7 @@ static void test_ern_seal_peer_keyupdate(void **state)
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r[2].rec, sizeof(r[2].rec), &r[2].len,
                                    &r[2].number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_HANDSHAKE_DUE));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_HANDSHAKE_DUE));
     assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
     seal_on(p.c, 3, 300, &r[2]); /* KeyUpdate first (written), then this record */
     assert_true(BIO_ctrl_pending(p.c_out) > before);
@@ -1635,7 +1622,7 @@ static void test_ern12_seal_peer_renegotiation_waits(void **state)
     shuttle(&p);
     ERR_clear_error();
     assert_true(SSL_read(p.s, buf, sizeof(buf)) <= 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_true(SSL_in_init(p.s)); /* the answer waits in the state machine */
     assert_int_equal(UTLS_BIO_segment_take_output(p.seg, buf, sizeof(buf)), 0);
     assert_int_equal(UTLS_ern_write_sealed(p.s, r[1].rec, r[1].len), 1);
@@ -1659,6 +1646,47 @@ static void test_ern12_seal_peer_renegotiation_waits(void **state)
     assert_int_equal(client_reads(&p, seen, 4, &got), SSL_ERROR_WANT_READ);
     assert_int_equal(got, 2);
     free_pair(&p);
+}
+
+/* Plain SSL_write() between batches of sealed records: allowed whenever no
+ * sealed record is left (it takes the next number, the one the receiver
+ * counts), refused in the middle of a batch; the receiver gets every
+ * message once. */
+static void interleaved_ssl_write(void)
+{
+    sealed_rec r[3];
+    uint8_t m[400];
+    uint32_t idx = 1;
+    pair p;
+
+    seal_ready(&p, 1 + 20 * 4);
+    for (int round = 0; round < 20; round++) {
+        assert_true(uh_msg_build(m, idx++, sizeof(m)));
+        assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m));
+        for (int i = 0; i < 3; i++)
+            seal_msg(&p, idx++, 200 + 50 * (size_t)i, &r[i]);
+        assert_true(uh_msg_build(m, 999, sizeof(m)));
+        assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+        assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
+        assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 1);
+        assert_true(SSL_write(p.c, m, sizeof(m)) <= 0); /* r[1] still sealed */
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+        assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+        if (round % 4 == 3)
+            to_server(&p);
+    }
+    to_server(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 1 + 20 * 4);
+    free_pair(&p);
+}
+
+static void test_ern_seal_interleaved_ssl_write(void **state)
+{
+    (void)state;
+    seal_each_version(interleaved_ssl_write);
 }
 
 /* A record padding callback or block padding (TLS 1.3) decides the record's
@@ -1690,7 +1718,7 @@ static void padding_bounded(int block)
     ERR_clear_error();
     assert_int_equal(UTLS_ern_seal(p.c, m, sizeof(m), r[0].rec, sizeof(m) + UTLS_ERN_SEAL_OVERHEAD,
                                    &r[0].len, &r[0].number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
     /* Nothing consumed, the connection is fine: with room it seals. */
     assert_int_equal(UTLS_ern_seal(p.c, m, sizeof(m), big, sizeof(big), &big_len, &big_number),
                      1);
@@ -1793,6 +1821,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_ern_seal_keyupdate, reset_globals),
         cmocka_unit_test_setup(test_ern12_seal_renegotiation_refused, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_partial_write, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_interleaved_ssl_write, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_shutdown_waits, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_server_ticket, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_peer_keyupdate, reset_globals),
