@@ -715,8 +715,16 @@ static int ern_send_owed(SSL *s, utls_conn *c)
         return 0;
     }
     /* The same steps as ssl3_write_bytes() before an application record. */
-    if (!RECORD_LAYER_write_pending(&s->rlayer))
+    if (!SSL_in_init(s)) {
+        if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern_wpending) {
+            /* Enter the state machine only with nothing half written (as
+             * ssl3_write_bytes): finish the pending write first. */
+            utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
+            return 0;
+        }
         ossl_statem_set_in_init(s, 1);
+    }
+    /* Also resumes a message the state machine wrote only partly. */
     r = s->handshake_func(s);
     if (r <= 0)
         return 0; /* SSLfatal() called, or a retry (SSL_ERROR_WANT_*) */

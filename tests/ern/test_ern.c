@@ -1597,6 +1597,59 @@ static void test_ern_seal_peer_keyupdate(void **state)
     free_pair(&p);
 }
 
+/* The owed KeyUpdate goes out through a BIO that takes 8 bytes at a time:
+ * UTLS_ern_seal() reports SSL_ERROR_WANT_WRITE and, called again, finishes
+ * the KeyUpdate and seals under the new key. */
+static void test_ern_seal_owed_keyupdate_partial(void **state)
+{
+    sealed_rec r;
+    BIO *small, *peer;
+    unsigned char buf[4096];
+    uint8_t m[200];
+    pair p;
+    int ret, n, rounds = 0;
+
+    (void)state;
+    g_tls12 = NULL;
+    seal_ready(&p, 4);
+    assert_int_equal(SSL_key_update(p.s, SSL_KEY_UPDATE_REQUESTED), 1);
+    assert_true(uh_msg_build(m, 0, sizeof(m)));
+    assert_int_equal(SSL_write(p.s, m, sizeof(m)), (int)sizeof(m));
+    shuttle(&p);
+    assert_int_equal(SSL_read(p.c, m, sizeof(m)), (int)sizeof(m));
+    assert_int_equal(BIO_new_bio_pair(&small, 8, &peer, 0), 1);
+    SSL_set0_wbio(p.c, small); /* frees c_out */
+    p.c_out = peer;
+    assert_true(uh_msg_build(m, 1, 100));
+    while ((ret = UTLS_ern_seal(p.c, m, 100, r.rec, sizeof(r.rec), &r.len, &r.number)) != 1) {
+        assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
+        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
+            p.s_off += (uint64_t)n;
+        }
+        rounds++;
+        assert_true(rounds < 100);
+    }
+    assert_true(rounds > 1);
+    assert_int_equal(r.number, 0); /* under the new key */
+    assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NONE);
+    while ((ret = UTLS_ern_write_sealed(p.c, r.rec, r.len)) != 1 || BIO_ctrl_pending(peer) > 0) {
+        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
+            p.s_off += (uint64_t)n;
+        }
+        if (ret == 1)
+            break;
+        assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
+    }
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 2);
+    BIO_free(peer);
+    free_pair(&p);
+}
+
 /* TLS 1.2: the client renegotiates while the server has sealed records
  * unwritten. The server's answer (ServerHello...) would take a number above
  * them: it waits, SSL_read() reports UTLS_R_ERN_SEALED_PENDING, and once the
@@ -1825,6 +1878,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_ern_seal_shutdown_waits, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_server_ticket, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_peer_keyupdate, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_owed_keyupdate_partial, reset_globals),
         cmocka_unit_test_setup(test_ern12_seal_peer_renegotiation_waits, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_padding_callback, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_block_padding, reset_globals),
