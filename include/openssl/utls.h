@@ -130,6 +130,14 @@ int UTLS_ern_flush(SSL *s);
  * out of sequence order"). Only while this endpoint's records carry numbers
  * (UTLS_ERN_TX); otherwise every call fails with UTLS_R_ERN_NOT_ON.
  *
+ * While sealed records are unwritten nothing else may take a record number:
+ * SSL_write(), SSL_shutdown(), SSL_key_update(), SSL_renegotiate(),
+ * SSL_new_session_ticket() and SSL_verify_client_post_handshake() fail with
+ * UTLS_R_ERN_SEALED_PENDING, and a record the library would write on its own
+ * (a renegotiation answer, an alert) waits: the call that would write it
+ * (SSL_read(), SSL_do_handshake()) fails with UTLS_R_ERN_SEALED_PENDING and a
+ * later call sends it. Write or drop every sealed record, then call again.
+ *
  * UTLS_ERN_REORDER_WINDOW bounds how far apart the numbers of records sealed
  * but not yet written may be, and how far the receiver looks ahead of and
  * behind the highest number it has seen: it bounds the receiver's candidate
@@ -140,6 +148,14 @@ int UTLS_ern_flush(SSL *s);
 # define UTLS_ERN_SEAL_OVERHEAD 128
 /* UTLS_ERN_SEAL_MAX_CONTENT: the most content one sealed record holds. */
 # define UTLS_ERN_SEAL_MAX_CONTENT (16384 - 8)
+/*
+ * UTLS_ERN_SEAL_MAX_RECORD: the longest record UTLS_ern_seal() can produce,
+ * header included: RFC 8446 5.2 bounds TLSCiphertext.length by 2^14 + 256.
+ * With TLS 1.3 record padding on (SSL_CTX_set_record_padding_callback(),
+ * SSL_CTX_set_block_padding()) the padding, not the content, decides the
+ * length, so a sealed record is then bounded only by this.
+ */
+# define UTLS_ERN_SEAL_MAX_RECORD (5 + 16384 + 256)
 
 /*
  * UTLS_ern_seal encrypts |len| bytes of |buf| (1 to UTLS_ERN_SEAL_MAX_CONTENT)
@@ -148,10 +164,19 @@ int UTLS_ern_flush(SSL *s);
  * UTLS_ERN_SEAL_OVERHEAD) and sets |*out_len| and |*out_number|. Nothing is
  * written to the connection: UTLS_ern_write_sealed() does that, in any order,
  * once per record; UTLS_ern_drop() abandons one. The caller owns |out|.
+ * With TLS 1.3 record padding on (a padding callback or block padding)
+ * |out_cap| must be at least UTLS_ERN_SEAL_MAX_RECORD instead.
+ * If the library owes the peer a handshake message (a KeyUpdate the peer
+ * asked for, a ticket from SSL_new_session_ticket()) it is written first, as
+ * SSL_write() does; while sealed records are unwritten that is impossible and
+ * the call fails with UTLS_R_ERN_HANDSHAKE_DUE: write or drop them first.
  * Returns 1, or 0 with nothing consumed: UTLS_R_ERN_NOT_ON, UTLS_R_ERN_BAD_ARGUMENT,
  * UTLS_R_ERN_WRITE_PENDING (a write must be completed first),
  * UTLS_R_ERN_WINDOW (the number would be UTLS_ERN_REORDER_WINDOW or more
- * above the lowest sealed unwritten record, or above the highest written).
+ * above the lowest sealed unwritten record, or above the highest written),
+ * UTLS_R_ERN_HANDSHAKE_DUE, SSL_R_PROTOCOL_IS_SHUTDOWN (after SSL_shutdown()),
+ * or the owed message could not be written yet (SSL_get_error():
+ * SSL_ERROR_WANT_WRITE; call again).
  */
 int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_t out_cap,
                   size_t *out_len, uint64_t *out_number);
@@ -975,6 +1000,8 @@ int UTLS_ucobs_get_stats(const UTLS_UCOBS *u, UTLS_UCOBS_STATS *out_stats);
 # define UTLS_R_ERN_REPLAY         177 /* the peer sent a record number twice */
 # define UTLS_R_ERN_OUT_OF_WINDOW  178 /* the peer's number is outside the window */
 # define UTLS_R_ERN_DROP_LAST      179 /* the most recently sealed record is written */
+# define UTLS_R_ERN_HANDSHAKE_DUE  180 /* a KeyUpdate/handshake answer waits: write or
+                                         * drop the sealed records first */
 
 /* UTLS_get_lib returns the error library number of uTLS's errors. */
 int UTLS_get_lib(void);

@@ -52,6 +52,8 @@ static ERR_STRING_DATA utls_reason_strings[] = {
     {UTLS_R_ERN_REPLAY, "the peer sent a record number it had sent before (replay)"},
     {UTLS_R_ERN_OUT_OF_WINDOW, "the peer's record number is outside the reorder window"},
     {UTLS_R_ERN_DROP_LAST, "the most recently sealed record cannot be dropped: write it"},
+    {UTLS_R_ERN_HANDSHAKE_DUE, "a KeyUpdate or handshake message is owed: write or drop the "
+                               "sealed records first"},
     {UTLS_R_UCOBS_TOO_LARGE, "uCOBS datagram larger than UTLS_UCOBS_MAX_DATAGRAM"},
     {UTLS_R_UCOBS_BUFFER_TOO_SMALL, "uCOBS datagram larger than the buffer (it stays queued)"},
     {UTLS_R_UCOBS_SYSCALL, "uCOBS socket call failed"},

@@ -14,6 +14,9 @@
 #include <openssl/evp.h>
 
 #include "utls_local.h"
+/* The provider's big-endian helpers (prepare.sh links provider/ into the
+ * tree root, which is on libssl's include path): one copy for the fork. */
+#include "utls-provider/be64.h"
 
 /* RFC 8446 4.2: 65280-65535 are reserved for private use. "u" = 0x75. */
 #define UTLS_ERN_EXT_TYPE 0xFF75
@@ -23,26 +26,6 @@
  * || tag; the nonce is salt (4, from the key block) || explicit nonce. */
 #define UTLS_GCM12_EXPLICIT_LEN 8
 #define UTLS_GCM12_SALT_LEN 4
-
-static void put_be64(unsigned char *p, uint64_t v)
-{
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        p[i] = (unsigned char)v;
-        v >>= 8;
-    }
-}
-
-static uint64_t get_be64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    int i;
-
-    for (i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 /* --- Tokens ---------------------------------------------------------------- */
 
@@ -267,7 +250,7 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
         return;
     /* Only the first record under the read key (sequence number 0, counted
      * by decryption already): the server's Finished. */
-    if (get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
+    if (utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
         return;
     c->ern12_checked = 1;
     if (!ern_tokens(s, c))
@@ -350,11 +333,11 @@ int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *
     if (!c->ern_tx)
         return 1;
     /* The number the record is encrypted under: this record's sequence. */
-    put_be64(ern, get_be64(seq) + pipe);
+    utls_store_be64(ern, utls_load_be64(seq) + pipe);
     if (!WPACKET_memcpy(pkt, ern, sizeof(ern)))
         return 0;
     if (!c->ern_sealing) /* written now, in sequence (UTLS_ern_seal: later) */
-        c->ern_tx_top_next = get_be64(seq) + pipe + 1;
+        c->ern_tx_top_next = utls_load_be64(seq) + pipe + 1;
     *out_len += sizeof(ern);
     c->stats.ern_records_sent++;
     return 1;
@@ -427,7 +410,7 @@ int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t 
     }
     if (!numbered)
         return 0;
-    if (*len < UTLS_ERN_LEN || get_be64(*pt) != seq)
+    if (*len < UTLS_ERN_LEN || utls_load_be64(*pt) != seq)
         return -1;
     *pt += UTLS_ERN_LEN;
     *len -= UTLS_ERN_LEN;
@@ -649,7 +632,7 @@ int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t w
     default:
         return 0;
     }
-    put_be64(want, seq);
+    utls_store_be64(want, seq);
     if (pt_off != 0) /* keystream: the plaintext is it XOR the ciphertext */
         for (i = 0; i < UTLS_ERN_LEN; i++)
             ks[i] ^= wire[pt_off + i];
@@ -689,12 +672,18 @@ static void ern_slots_clear(utls_conn *c)
     c->ern_wpending = 0;
 }
 
-/* ern_tx_usable: this direction's numbers are on and nothing stops sealing. */
+/*
+ * ern_tx_usable: this direction's numbers are on. Not refused in a
+ * handshake after the first: sealing sends what is owed first
+ * (ern_send_owed), and writing or dropping sealed records must stay possible
+ * while a handshake message waits for them (utls_hook_write_record_allowed);
+ * the write key cannot change before that message is out.
+ */
 static utls_conn *ern_tx_usable(SSL *s)
 {
     utls_conn *c = s != NULL ? s->utls : NULL;
 
-    if (c == NULL || !c->ern_tx || c->ern_token_due != 0 || SSL_in_init(s)
+    if (c == NULL || !c->ern_tx || c->ern_token_due != 0
         || (s->wbio != NULL && BIO_get_ktls_send(s->wbio))) {
         utls_raise(UTLS_R_ERN_NOT_ON, "UTLS_ERN_TX is off (status 0x%x)",
                    s != NULL ? UTLS_ern_status(s) : 0);
@@ -703,28 +692,88 @@ static utls_conn *ern_tx_usable(SSL *s)
     return c;
 }
 
+/*
+ * ern_send_owed: before a new number is taken, send what the library owes
+ * the peer, as SSL_write() would: a KeyUpdate the peer asked for (RFC 8446
+ * 4.6.3: "prior to sending its next Application Data record"), a ticket
+ * (SSL_new_session_ticket), a CertificateRequest. With sealed records
+ * unwritten it cannot (it would take a number above them, or change the key
+ * under them): UTLS_R_ERN_HANDSHAKE_DUE until they are written or dropped.
+ * Returns 1 when nothing is owed any more, 0 otherwise (SSL_get_error()
+ * tells a retry from an error).
+ */
+static int ern_send_owed(SSL *s, utls_conn *c)
+{
+    int r;
+
+    if (s->key_update == SSL_KEY_UPDATE_NONE && s->ext.extra_tickets_expected == 0
+        && !SSL_in_init(s))
+        return 1;
+    if (c->ern_num_sealed > 0) {
+        utls_raise(UTLS_R_ERN_HANDSHAKE_DUE, "%zu sealed records unwritten",
+                   c->ern_num_sealed);
+        return 0;
+    }
+    /* The same steps as ssl3_write_bytes() before an application record. */
+    if (!SSL_in_init(s)) {
+        if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern_wpending) {
+            /* Enter the state machine only with nothing half written (as
+             * ssl3_write_bytes): finish the pending write first. */
+            utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
+            return 0;
+        }
+        ossl_statem_set_in_init(s, 1);
+    }
+    /* Also resumes a message the state machine wrote only partly. */
+    r = s->handshake_func(s);
+    if (r <= 0)
+        return 0; /* SSLfatal() called, or a retry (SSL_ERROR_WANT_*) */
+    if (SSL_in_init(s) || s->key_update != SSL_KEY_UPDATE_NONE) {
+        utls_raise(UTLS_R_ERN_HANDSHAKE_DUE, "a handshake is in progress");
+        return 0;
+    }
+    return 1;
+}
+
 int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_t out_cap,
                   size_t *out_len, uint64_t *out_number)
 {
     utls_conn *c;
     SSL3_BUFFER *wb;
     uint64_t m;
-    size_t written = 0, pipelen = len, slot;
+    size_t written = 0, pipelen = len, slot, need;
     int r;
 
     if ((c = ern_tx_usable(s)) == NULL)
         return 0;
-    if (buf == NULL || out == NULL || out_len == NULL || out_number == NULL || len == 0
-        || len > UTLS_ERN_SEAL_MAX_CONTENT || len + UTLS_ERN_LEN > ssl_get_max_send_fragment(s)
-        || out_cap < len + UTLS_ERN_SEAL_OVERHEAD) {
-        utls_raise(UTLS_R_ERN_BAD_ARGUMENT, "content %zu bytes, buffer %zu", len, out_cap);
+    if ((s->shutdown & SSL_SENT_SHUTDOWN) != 0) {
+        /* As SSL_write(): nothing after our close_notify. */
+        ERR_raise(ERR_LIB_SSL, SSL_R_PROTOCOL_IS_SHUTDOWN);
         return 0;
     }
+    /*
+     * TLS 1.3 record padding (a callback or block padding, applied by
+     * do_ssl3_write) pads up to the maximum fragment whatever the content:
+     * then only UTLS_ERN_SEAL_MAX_RECORD bounds the record. Checked before a
+     * number is taken, so a small buffer loses nothing.
+     */
+    need = SSL_IS_TLS13(s) && (s->record_padding_cb != NULL || s->block_padding > 0)
+               ? UTLS_ERN_SEAL_MAX_RECORD
+               : len + UTLS_ERN_SEAL_OVERHEAD;
+    if (buf == NULL || out == NULL || out_len == NULL || out_number == NULL || len == 0
+        || len > UTLS_ERN_SEAL_MAX_CONTENT || len + UTLS_ERN_LEN > ssl_get_max_send_fragment(s)
+        || out_cap < need) {
+        utls_raise(UTLS_R_ERN_BAD_ARGUMENT, "content %zu bytes, buffer %zu (needs %zu)", len,
+                   out_cap, need);
+        return 0;
+    }
+    if (!ern_send_owed(s, c))
+        return 0;
     if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern_wpending) {
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
         return 0;
     }
-    m = get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
+    m = utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
     if (c->ern_num_sealed == 0 && m < c->ern_tx_top_next)
         c->ern_tx_top_next = m; /* a new key: its numbers restart at 0 */
     if (c->ern_num_sealed > 0 && m != c->ern_seal_next) {
@@ -759,7 +808,7 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
         return 0; /* SSLfatal() already called */
     wb = &s->rlayer.wbuf[0];
     if (written < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL || written > out_cap
-        || get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != m + 1) {
+        || utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != m + 1) {
         SSLfatal(s, SSL_AD_INTERNAL_ERROR, ERR_R_INTERNAL_ERROR);
         return 0;
     }
@@ -820,7 +869,7 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "an SSL_write() is pending: complete it first");
         return 0;
     }
-    if (get_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern_seal_next) {
+    if (utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern_seal_next) {
         /* The key changed or another record took a number: this record's
          * nonce and number belong to a state the peer has left. */
         ern_slots_clear(c);
@@ -890,7 +939,7 @@ size_t UTLS_ern_num_sealed(const SSL *s)
     return c != NULL ? c->ern_num_sealed : 0;
 }
 
-int utls_hook_key_change_allowed(SSL *s)
+int utls_hook_no_sealed_records(SSL *s)
 {
     utls_conn *c = s->utls;
 
@@ -900,11 +949,32 @@ int utls_hook_key_change_allowed(SSL *s)
     return 0;
 }
 
+int utls_hook_write_record_allowed(SSL *s, int type)
+{
+    utls_conn *c = s->utls;
+
+    /* The sealed record being built, or nothing sealed: any record goes. */
+    if (c == NULL || c->ern_num_sealed == 0
+        || (c->ern_sealing && type == SSL3_RT_APPLICATION_DATA))
+        return 1;
+    /*
+     * Any other record (a handshake message the library answers with, an
+     * alert) would take a number above the sealed ones; the peer, still
+     * counting below them, would fail it with bad_record_mac. It waits: the
+     * call that wanted it fails, and the next call after the sealed records
+     * are written or dropped sends it (the state machine resumes where it
+     * stopped, as after a partial write).
+     */
+    utls_raise(UTLS_R_ERN_SEALED_PENDING, "record type %d waits for %zu sealed records", type,
+               c->ern_num_sealed);
+    return 0;
+}
+
 /* --- Receiving numbers out of sequence order --------------------------------- */
 
 static void set_read_seq(SSL *s, uint64_t v)
 {
-    put_be64(RECORD_LAYER_get_read_sequence(&s->rlayer), v);
+    utls_store_be64(RECORD_LAYER_get_read_sequence(&s->rlayer), v);
 }
 
 int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
@@ -917,9 +987,9 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     int i;
 
     if (c == NULL || !c->ern_rx || rr->type != SSL3_RT_APPLICATION_DATA
-        || rr->rec_version == SSL2_VERSION || SSL_in_init(s))
+        || rr->rec_version == SSL2_VERSION)
         return 1;
-    ctr = get_be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
+    ctr = utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
     if (!c->ern_rxw_valid || ctr != c->ern_rx_next) {
         /* The first numbered record, or a new key: numbers restart here. */
         c->ern_rxw_valid = 1;

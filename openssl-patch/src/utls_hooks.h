@@ -124,10 +124,20 @@ void utls_hook_read_key_changed(struct ssl_st *s);
 int utls_hook_ern_pre_decrypt(struct ssl_st *s, struct ssl3_record_st *rr);
 
 /*
- * utls_hook_key_change_allowed: SSL_key_update() and SSL_renegotiate*():
- * returns 0 (an error on the queue) while sealed records are unwritten:
- * they are encrypted under the current write key.
+ * utls_hook_no_sealed_records: SSL_key_update(), SSL_renegotiate*(),
+ * SSL_shutdown(), SSL_new_session_ticket(), SSL_verify_client_post_handshake():
+ * returns 0 (UTLS_R_ERN_SEALED_PENDING on the queue) while sealed records are
+ * unwritten: what they start would take a number above them or change the
+ * key under them. Returns 1 otherwise.
  */
-int utls_hook_key_change_allowed(struct ssl_st *s);
+int utls_hook_no_sealed_records(struct ssl_st *s);
+
+/*
+ * utls_hook_write_record_allowed: do_ssl3_write, before a record of |type|
+ * is built: returns 0 (UTLS_R_ERN_SEALED_PENDING on the queue, nothing
+ * written) while sealed records are unwritten, unless this is the sealing
+ * itself; the caller retries later. Returns 1 otherwise.
+ */
+int utls_hook_write_record_allowed(struct ssl_st *s, int type);
 
 #endif

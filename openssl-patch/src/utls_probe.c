@@ -21,15 +21,9 @@
 
 #include "utls_local.h"
 
-static void put_be64(unsigned char *p, uint64_t v)
-{
-    int i;
-
-    for (i = 7; i >= 0; i--) {
-        p[i] = (unsigned char)v;
-        v >>= 8;
-    }
-}
+/* One copy of the big-endian helpers for the fork: the provider's. */
+#include "utls-provider/be64.h"
+#define put_be64 utls_store_be64
 
 int utls_next_key_setup(SSL *s, utls_conn *c)
 {

@@ -21,14 +21,10 @@
 
 #include "utls_local.h"
 
-/* Written out, not as a loop: compilers turn this into one byte-swapping
- * load (the loop stayed a loop, ~100 instructions per in-order record). */
-static uint64_t be64(const unsigned char *p)
-{
-    return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40)
-        | ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16)
-        | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
-}
+/* One copy of the big-endian helpers for the fork: the provider's (written
+ * out, one byte-swapping load; a loop stayed a loop). */
+#include "utls-provider/be64.h"
+#define be64 utls_load_be64
 
 /* An SSLv2-compatible ClientHello's header (ssl3_record.c keeps it private). */
 #define UTLS_SSL2_HEADER_LENGTH 2

@@ -933,21 +933,13 @@ static void test_ern12_nonces_unique(void **state)
 
 #define SEAL_BUF (UH_MSG_MAX + UTLS_ERN_SEAL_OVERHEAD)
 
-/* has_utls_error: |reason| of uTLS's library is on the error queue (which is
- * cleared). */
-static int has_utls_error(int reason)
-{
-    unsigned long e;
-    int found = 0;
-
-    while ((e = ERR_get_error()) != 0)
-        if (ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == reason)
-            found = 1;
-    return found;
-}
-
 /* 1: seal tests read with a server without SSL_MODE_UNORDERED. */
 static int g_plain_server;
+/* 1: seal_ready's client counts the tickets it receives (g_tickets_seen) and
+ * offers post-handshake authentication. */
+static int g_count_tickets;
+static int g_tickets_seen;
+static int count_ticket(SSL *s, SSL_SESSION *sess);
 
 /* seal_ready: a pair whose client numbers its records (message 0 carried the
  * accept) and whose server numbers the client's; room for |num| messages. */
@@ -956,6 +948,11 @@ static void seal_ready(pair *p, size_t num)
     uint8_t m[UH_MSG_MAX];
 
     make_pair(p, 1, 1, 2);
+    if (g_count_tickets) {
+        SSL_CTX_set_session_cache_mode(SSL_get_SSL_CTX(p->c), SSL_SESS_CACHE_CLIENT);
+        SSL_CTX_sess_set_new_cb(SSL_get_SSL_CTX(p->c), count_ticket);
+        SSL_set_post_handshake_auth(p->c, 1);
+    }
     if (g_plain_server) /* the stock in-order read path, no UTLS_read_record */
         SSL_clear_mode(p->s, SSL_MODE_UNORDERED);
     handshake(p);
@@ -1142,25 +1139,25 @@ static void skip_and_single_use(void)
     /* SSL_write would take a number above the sealed ones: refused. */
     assert_true(uh_msg_build(m, 4, sizeof(m)));
     assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     /* The most recently sealed record must be written. */
     assert_int_equal(UTLS_ern_drop(p.c, r[2].number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_DROP_LAST));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_DROP_LAST));
     assert_int_equal(UTLS_ern_drop(p.c, r[1].number), 1);
     assert_int_equal(UTLS_ern_drop(p.c, r[1].number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     /* A dropped record cannot be written any more. */
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 1);
     /* Single use: the second write of a record is refused. */
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     /* A record that was never sealed (altered tag) is refused. */
     r[2].rec[r[2].len - 1] ^= 1;
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     assert_int_equal(UTLS_ern_num_sealed(p.c), 0);
     assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m));
     shuttle(&p);
@@ -1204,7 +1201,7 @@ static void replay_fatal(void)
     assert_true(p.fatal);
     assert_int_equal(p.bad, 0);
     assert_int_equal(p.got, 4);
-    assert_true(has_utls_error(UTLS_R_ERN_REPLAY));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_REPLAY));
     free_pair(&p);
 }
 
@@ -1238,7 +1235,7 @@ static void beyond_window_fatal(void)
     /* The sender's window: a 65th sealed record is refused. */
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, extra.rec, sizeof(extra.rec), &extra.len,
                                    &extra.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_WINDOW));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_WINDOW));
     assert_int_equal(r[UTLS_ERN_REORDER_WINDOW].number, r[0].number + UTLS_ERN_REORDER_WINDOW);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[UTLS_ERN_REORDER_WINDOW].rec,
                                            r[UTLS_ERN_REORDER_WINDOW].len), 1);
@@ -1247,7 +1244,7 @@ static void beyond_window_fatal(void)
     read_all(&p);
     assert_true(p.fatal);
     assert_int_equal(p.got, 1);
-    assert_true(has_utls_error(UTLS_R_ERN_OUT_OF_WINDOW));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_OUT_OF_WINDOW));
     free_pair(&p);
 }
 
@@ -1270,29 +1267,29 @@ static void test_ern_seal_refused(void **state)
     make_pair(&p, 1, 0, 2);
     handshake(&p);
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     assert_int_equal(SSL_write(p.c, "hello", 5), 5);
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, 40), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     free_pair(&p);
     /* Negotiating, but the accept is not out yet: not on either. */
     make_pair(&p, 1, 1, 2);
     handshake(&p);
     assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_ON));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_ON));
     free_pair(&p);
     seal_ready(&p, 2);
     assert_int_equal(UTLS_ern_seal(p.c, big, sizeof(big), r.rec, sizeof(r.rec), &r.len,
                                    &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
     assert_int_equal(UTLS_ern_seal(p.c, big, 0, r.rec, sizeof(r.rec), &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
     assert_int_equal(UTLS_ern_seal(p.c, big, 100, r.rec, 100, &r.len, &r.number), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_BAD_ARGUMENT));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, 0), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_NOT_SEALED));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_NOT_SEALED));
     /* Nothing was consumed: the next seal has the next number. */
     seal_msg(&p, 1, 100, &r);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, r.len), 1);
@@ -1318,10 +1315,10 @@ static void test_ern_seal_keyupdate(void **state)
     seal_msg(&p, 1, 300, &r[0]);
     seal_msg(&p, 2, 300, &r[1]);
     assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
     assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     /* A gap below: the KeyUpdate record (no number) still gets the number
      * the server counts next. */
     assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
@@ -1353,7 +1350,7 @@ static void test_ern12_seal_renegotiation_refused(void **state)
     seal_ready(&p, 3);
     seal_msg(&p, 1, 300, &r);
     assert_int_equal(SSL_renegotiate(p.c), 0);
-    assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
     assert_int_equal(UTLS_ern_write_sealed(p.c, r.rec, r.len), 1);
     shuttle(&p);
     read_all(&p);
@@ -1384,10 +1381,10 @@ static void test_ern_seal_partial_write(void **state)
         assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
         /* Only this record may go on meanwhile. */
         assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 0);
-        assert_true(has_utls_error(UTLS_R_ERN_WRITE_PENDING));
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_WRITE_PENDING));
         assert_true(uh_msg_build(m, 3, sizeof(m)));
         assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
-        assert_true(has_utls_error(UTLS_R_ERN_SEALED_PENDING));
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
         while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
             assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
             p.s_off += (uint64_t)n;
@@ -1410,6 +1407,403 @@ static void test_ern_seal_partial_write(void **state)
     assert_int_equal(p.got, 3);
     BIO_free(peer);
     free_pair(&p);
+}
+
+/* --- What else writes records while sealed records are unwritten ---------- */
+
+static int count_ticket(SSL *s, SSL_SESSION *sess)
+{
+    (void)s, (void)sess;
+    g_tickets_seen++;
+    return 0; /* not kept */
+}
+
+/*
+ * server_tx_ready: a seal_ready pair whose server numbers its records too
+ * (its message carried the switch) and whose client reads them; the
+ * client's messages delivered so far are counted in p->got.
+ */
+static void server_tx_ready(pair *p, size_t num)
+{
+    uint8_t m[UH_MSG_MAX];
+
+    seal_ready(p, num);
+    assert_true(uh_msg_build(m, 0, 100));
+    assert_int_equal(SSL_write(p->s, m, 100), 100);
+    shuttle(p);
+    assert_int_equal(SSL_read(p->c, m, sizeof(m)), 100);
+    assert_true(UTLS_ern_status(p->s) & UTLS_ERN_TX);
+    assert_true(UTLS_ern_status(p->c) & UTLS_ERN_RX);
+}
+
+/* seal_on: seal_msg for either endpoint. */
+static void seal_on(SSL *s, uint32_t idx, size_t len, sealed_rec *out)
+{
+    uint8_t m[UH_MSG_MAX];
+
+    assert_true(uh_msg_build(m, idx, len));
+    assert_int_equal(UTLS_ern_seal(s, m, len, out->rec, sizeof(out->rec), &out->len,
+                                   &out->number), 1);
+}
+
+/* client_reads: every message the client can read now; |*out_got| counts
+ * them, |seen| marks their indexes. Returns SSL_get_error() of the last read. */
+static int client_reads(pair *p, int *seen, size_t num, size_t *out_got)
+{
+    uint8_t buf[UH_MSG_MAX];
+    uint32_t idx;
+    int n;
+
+    while ((n = SSL_read(p->c, buf, sizeof(buf))) > 0) {
+        assert_true(uh_msg_check(buf, (size_t)n, &idx));
+        assert_true(idx < num && !seen[idx]);
+        seen[idx] = 1;
+        (*out_got)++;
+    }
+    return SSL_get_error(p->c, n);
+}
+
+/* SSL_shutdown() is refused while sealed records are unwritten (its
+ * close_notify would take a number above them); once they are written or
+ * dropped it goes out and the receiver sees a clean close, not a
+ * bad_record_mac. After it, nothing more can be sealed. */
+static void shutdown_waits(void)
+{
+    sealed_rec r[3];
+    pair p;
+    size_t before;
+
+    seal_ready(&p, 4);
+    seal_msg(&p, 1, 300, &r[0]);
+    seal_msg(&p, 2, 300, &r[1]);
+    before = BIO_ctrl_pending(p.c_out);
+    ERR_clear_error();
+    assert_true(SSL_shutdown(p.c) < 0);
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(SSL_get_shutdown(p.c) & SSL_SENT_SHUTDOWN, 0);
+    assert_int_equal(BIO_ctrl_pending(p.c_out), before); /* nothing went out */
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    assert_true(SSL_shutdown(p.c) < 0);
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
+    assert_int_equal(SSL_shutdown(p.c), 0); /* sent; the peer's is not in yet */
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r[2].rec, sizeof(r[2].rec), &r[2].len,
+                                   &r[2].number), 0);
+    ERR_clear_error();
+    shuttle(&p);
+    read_all(&p);
+    assert_int_equal(SSL_get_error(p.s, 0), SSL_ERROR_ZERO_RETURN);
+    assert_true(SSL_get_shutdown(p.s) & SSL_RECEIVED_SHUTDOWN);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 2);
+    assert_true(p.seen[0] && !p.seen[1] && p.seen[2]);
+    free_pair(&p);
+}
+
+static void test_ern_seal_shutdown_waits(void **state)
+{
+    (void)state;
+    seal_each_version(shutdown_waits);
+}
+
+/* A TLS 1.3 server: SSL_new_session_ticket() and post-handshake
+ * authentication are refused while sealed records are unwritten; a ticket
+ * asked for with none sealed goes out in front of the next sealed record. */
+static void test_ern_seal_server_ticket(void **state)
+{
+    sealed_rec r[4];
+    int seen[8] = {0};
+    size_t got = 0;
+    pair p;
+
+    (void)state;
+    g_tls12 = NULL;
+    g_tickets_seen = 0;
+    g_count_tickets = 1;
+    server_tx_ready(&p, 8);
+    g_count_tickets = 0;
+    assert_int_equal(g_tickets_seen, 2); /* the handshake's (and the offer) */
+    seal_on(p.s, 1, 300, &r[0]);
+    seal_on(p.s, 2, 300, &r[1]);
+    /* Configured so that, sealed records aside, the request would go out. */
+    SSL_set_verify(p.s, SSL_VERIFY_PEER | SSL_VERIFY_POST_HANDSHAKE, NULL);
+    ERR_clear_error();
+    assert_int_equal(SSL_new_session_ticket(p.s), 0);
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(SSL_verify_client_post_handshake(p.s), 0);
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[1].rec, r[1].len), 1);
+    assert_int_equal(UTLS_ern_drop(p.s, r[0].number), 1);
+    /* None sealed: the ticket is owed, and goes out before the next record. */
+    assert_int_equal(SSL_new_session_ticket(p.s), 1);
+    seal_on(p.s, 3, 300, &r[2]);
+    seal_on(p.s, 4, 300, &r[3]);
+    assert_int_equal(r[2].number, r[1].number + 2); /* the ticket took one */
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[3].rec, r[3].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[2].rec, r[2].len), 1);
+    shuttle(&p);
+    assert_int_equal(client_reads(&p, seen, 8, &got), SSL_ERROR_WANT_READ);
+    assert_int_equal(g_tickets_seen, 3);
+    assert_int_equal(got, 3);
+    assert_true(!seen[1] && seen[2] && seen[3] && seen[4]);
+    free_pair(&p);
+}
+
+/* The peer asks for a KeyUpdate (update_requested) while sealed records are
+ * unwritten: the answer waits (RFC 8446 4.6.3: before the next application
+ * record *sent*; the sealed ones were encrypted before), the sealed records
+ * are written under the old key, new ones are refused until none is left,
+ * and the next seal sends the KeyUpdate first and numbers from 0. */
+static void test_ern_seal_peer_keyupdate(void **state)
+{
+    sealed_rec r[4];
+    uint8_t m[200];
+    pair p;
+    size_t before;
+
+    (void)state;
+    g_tls12 = NULL;
+    seal_ready(&p, 8);
+    seal_msg(&p, 1, 300, &r[0]);
+    seal_msg(&p, 2, 300, &r[1]);
+    assert_int_equal(SSL_key_update(p.s, SSL_KEY_UPDATE_REQUESTED), 1);
+    assert_true(uh_msg_build(m, 0, sizeof(m)));
+    assert_int_equal(SSL_write(p.s, m, sizeof(m)), (int)sizeof(m));
+    shuttle(&p);
+    before = BIO_ctrl_pending(p.c_out);
+    assert_int_equal(SSL_read(p.c, m, sizeof(m)), (int)sizeof(m));
+    assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NOT_REQUESTED);
+    assert_true(SSL_read(p.c, m, sizeof(m)) <= 0); /* nothing more; nothing written */
+    assert_int_equal(BIO_ctrl_pending(p.c_out), before);
+    ERR_clear_error();
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    assert_int_equal(UTLS_ern_seal(p.c, "x", 1, r[2].rec, sizeof(r[2].rec), &r[2].len,
+                                   &r[2].number), 0);
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_HANDSHAKE_DUE));
+    assert_int_equal(UTLS_ern_drop(p.c, r[0].number), 1);
+    seal_on(p.c, 3, 300, &r[2]); /* KeyUpdate first (written), then this record */
+    assert_true(BIO_ctrl_pending(p.c_out) > before);
+    assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NONE);
+    assert_int_equal(r[2].number, 0);
+    seal_msg(&p, 4, 300, &r[3]);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[3].rec, r[3].len), 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 4);
+    assert_true(p.seen[0] && !p.seen[1] && p.seen[2] && p.seen[3] && p.seen[4]);
+    free_pair(&p);
+}
+
+/* The owed KeyUpdate goes out through a BIO that takes 8 bytes at a time:
+ * UTLS_ern_seal() reports SSL_ERROR_WANT_WRITE and, called again, finishes
+ * the KeyUpdate and seals under the new key. */
+static void test_ern_seal_owed_keyupdate_partial(void **state)
+{
+    sealed_rec r;
+    BIO *small, *peer;
+    unsigned char buf[4096];
+    uint8_t m[200];
+    pair p;
+    int ret, n, rounds = 0;
+
+    (void)state;
+    g_tls12 = NULL;
+    seal_ready(&p, 4);
+    assert_int_equal(SSL_key_update(p.s, SSL_KEY_UPDATE_REQUESTED), 1);
+    assert_true(uh_msg_build(m, 0, sizeof(m)));
+    assert_int_equal(SSL_write(p.s, m, sizeof(m)), (int)sizeof(m));
+    shuttle(&p);
+    assert_int_equal(SSL_read(p.c, m, sizeof(m)), (int)sizeof(m));
+    assert_int_equal(BIO_new_bio_pair(&small, 8, &peer, 0), 1);
+    SSL_set0_wbio(p.c, small); /* frees c_out */
+    p.c_out = peer;
+    assert_true(uh_msg_build(m, 1, 100));
+    while ((ret = UTLS_ern_seal(p.c, m, 100, r.rec, sizeof(r.rec), &r.len, &r.number)) != 1) {
+        assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
+        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
+            p.s_off += (uint64_t)n;
+        }
+        rounds++;
+        assert_true(rounds < 100);
+    }
+    assert_true(rounds > 1);
+    assert_int_equal(r.number, 0); /* under the new key */
+    assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NONE);
+    while ((ret = UTLS_ern_write_sealed(p.c, r.rec, r.len)) != 1 || BIO_ctrl_pending(peer) > 0) {
+        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
+            p.s_off += (uint64_t)n;
+        }
+        if (ret == 1)
+            break;
+        assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
+    }
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 2);
+    BIO_free(peer);
+    free_pair(&p);
+}
+
+/* TLS 1.2: the client renegotiates while the server has sealed records
+ * unwritten. The server's answer (ServerHello...) would take a number above
+ * them: it waits, SSL_read() reports UTLS_R_ERN_SEALED_PENDING, and once the
+ * sealed records are written or dropped the renegotiation completes. */
+static void test_ern12_seal_peer_renegotiation_waits(void **state)
+{
+    sealed_rec r[2];
+    unsigned char buf[UH_MSG_MAX];
+    int seen[4] = {0};
+    size_t got = 0;
+    pair p;
+
+    (void)state;
+    g_tls12 = GCM128;
+    server_tx_ready(&p, 2);
+    /* OpenSSL 3.0 refuses client-initiated renegotiation unless allowed
+     * (its no_renegotiation alert would wait for the sealed records too). */
+    SSL_set_options(p.s, SSL_OP_ALLOW_CLIENT_RENEGOTIATION);
+    seal_on(p.s, 1, 300, &r[0]);
+    seal_on(p.s, 2, 300, &r[1]);
+    assert_int_equal(SSL_renegotiate(p.c), 1);
+    assert_true(SSL_do_handshake(p.c) <= 0); /* ClientHello out */
+    shuttle(&p);
+    ERR_clear_error();
+    assert_true(SSL_read(p.s, buf, sizeof(buf)) <= 0);
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+    assert_true(SSL_in_init(p.s)); /* the answer waits in the state machine */
+    assert_int_equal(UTLS_BIO_segment_take_output(p.seg, buf, sizeof(buf)), 0);
+    assert_int_equal(UTLS_ern_write_sealed(p.s, r[1].rec, r[1].len), 1);
+    assert_int_equal(UTLS_ern_drop(p.s, r[0].number), 1);
+    for (int i = 0; i < 20 && (SSL_in_init(p.c) || SSL_in_init(p.s)); i++) {
+        assert_int_equal(SSL_read(p.s, buf, sizeof(buf)), -1); /* handshake only */
+        assert_int_equal(SSL_get_error(p.s, -1), SSL_ERROR_WANT_READ);
+        shuttle(&p);
+        assert_int_equal(client_reads(&p, seen, 4, &got), SSL_ERROR_WANT_READ);
+        shuttle(&p);
+    }
+    ERR_clear_error();
+    assert_true(SSL_is_init_finished(p.c) && SSL_is_init_finished(p.s));
+    assert_int_equal(SSL_renegotiate_pending(p.c), 0);
+    assert_int_equal(got, 1);
+    assert_true(!seen[1] && seen[2]);
+    /* The new keys work, numbered, in both directions. */
+    assert_true(uh_msg_build(buf, 3, 100));
+    assert_int_equal(SSL_write(p.s, buf, 100), 100);
+    shuttle(&p);
+    assert_int_equal(client_reads(&p, seen, 4, &got), SSL_ERROR_WANT_READ);
+    assert_int_equal(got, 2);
+    free_pair(&p);
+}
+
+/* Plain SSL_write() between batches of sealed records: allowed whenever no
+ * sealed record is left (it takes the next number, the one the receiver
+ * counts), refused in the middle of a batch; the receiver gets every
+ * message once. */
+static void interleaved_ssl_write(void)
+{
+    sealed_rec r[3];
+    uint8_t m[400];
+    uint32_t idx = 1;
+    pair p;
+
+    seal_ready(&p, 1 + 20 * 4);
+    for (int round = 0; round < 20; round++) {
+        assert_true(uh_msg_build(m, idx++, sizeof(m)));
+        assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m));
+        for (int i = 0; i < 3; i++)
+            seal_msg(&p, idx++, 200 + 50 * (size_t)i, &r[i]);
+        assert_true(uh_msg_build(m, 999, sizeof(m)));
+        assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+        assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
+        assert_int_equal(UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len), 1);
+        assert_true(SSL_write(p.c, m, sizeof(m)) <= 0); /* r[1] still sealed */
+        assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
+        assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+        if (round % 4 == 3)
+            to_server(&p);
+    }
+    to_server(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 1 + 20 * 4);
+    free_pair(&p);
+}
+
+static void test_ern_seal_interleaved_ssl_write(void **state)
+{
+    (void)state;
+    seal_each_version(interleaved_ssl_write);
+}
+
+/* A record padding callback or block padding (TLS 1.3) decides the record's
+ * length, so UTLS_ERN_SEAL_OVERHEAD no longer bounds it: sealing then needs
+ * room for UTLS_ERN_SEAL_MAX_RECORD and refuses a smaller buffer before it
+ * takes a number. */
+static size_t pad_4000(SSL *s, int type, size_t len, void *arg)
+{
+    (void)s, (void)type, (void)len, (void)arg;
+    return 4000;
+}
+
+static void padding_bounded(int block)
+{
+    static unsigned char big[UTLS_ERN_SEAL_MAX_RECORD];
+    sealed_rec r[2];
+    uint8_t m[100];
+    size_t big_len;
+    uint64_t big_number;
+    pair p;
+
+    g_tls12 = NULL;
+    seal_ready(&p, 4);
+    if (block)
+        assert_int_equal(SSL_set_block_padding(p.c, 4096), 1);
+    else
+        SSL_set_record_padding_callback(p.c, pad_4000);
+    assert_true(uh_msg_build(m, 1, sizeof(m)));
+    ERR_clear_error();
+    assert_int_equal(UTLS_ern_seal(p.c, m, sizeof(m), r[0].rec, sizeof(m) + UTLS_ERN_SEAL_OVERHEAD,
+                                   &r[0].len, &r[0].number), 0);
+    assert_true(uh_utls_error_queued(UTLS_R_ERN_BAD_ARGUMENT));
+    /* Nothing consumed, the connection is fine: with room it seals. */
+    assert_int_equal(UTLS_ern_seal(p.c, m, sizeof(m), big, sizeof(big), &big_len, &big_number),
+                     1);
+    assert_true(big_len > sizeof(m) + UTLS_ERN_SEAL_OVERHEAD);
+    assert_true(big_len <= UTLS_ERN_SEAL_MAX_RECORD);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, big, big_len), 1);
+    /* Padding off again: the usual bound. */
+    if (block)
+        assert_int_equal(SSL_set_block_padding(p.c, 0), 1);
+    else
+        SSL_set_record_padding_callback(p.c, NULL);
+    seal_msg(&p, 2, 100, &r[1]);
+    assert_int_equal(r[1].number, big_number + 1);
+    assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
+    shuttle(&p);
+    read_all(&p);
+    assert_false(p.fatal);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(p.got, 3);
+    free_pair(&p);
+}
+
+static void test_ern_seal_padding_callback(void **state)
+{
+    (void)state;
+    padding_bounded(0);
+}
+
+static void test_ern_seal_block_padding(void **state)
+{
+    (void)state;
+    padding_bounded(1);
 }
 
 static int reset_globals(void **state)
@@ -1480,6 +1874,14 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_ern_seal_keyupdate, reset_globals),
         cmocka_unit_test_setup(test_ern12_seal_renegotiation_refused, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_partial_write, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_interleaved_ssl_write, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_shutdown_waits, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_server_ticket, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_peer_keyupdate, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_owed_keyupdate_partial, reset_globals),
+        cmocka_unit_test_setup(test_ern12_seal_peer_renegotiation_waits, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_padding_callback, reset_globals),
+        cmocka_unit_test_setup(test_ern_seal_block_padding, reset_globals),
     };
     int r;
 

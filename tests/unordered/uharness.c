@@ -237,3 +237,14 @@ const char *uh_pid_maps_libssl(int pid, char *buf, size_t len)
     snprintf(path, sizeof(path), "/proc/%d/maps", pid);
     return maps_libssl(path, buf, len);
 }
+
+int uh_utls_error_queued(int reason)
+{
+    unsigned long e;
+    int found = 0;
+
+    while ((e = ERR_get_error()) != 0)
+        if (ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == reason)
+            found = 1;
+    return found;
+}

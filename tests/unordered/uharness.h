@@ -78,4 +78,9 @@ const char *uh_libssl_path(void);
  * (or "" if none, or not readable yet) in |buf|. */
 const char *uh_pid_maps_libssl(int pid, char *buf, size_t len);
 
+/* uh_utls_error_queued returns 1 if an error of uTLS's library with reason
+ * |reason| (UTLS_R_*) is on the thread's error queue, 0 if not; the queue is
+ * emptied either way. */
+int uh_utls_error_queued(int reason);
+
 #endif /* UTLS_TESTS_UHARNESS_H */
