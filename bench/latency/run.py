@@ -137,23 +137,32 @@ def cleanup(setup):
     _testbeds.clear()
 
 
+def parse_counters(text):
+    """{"Group:Name": value} from the text of /proc/net/snmp and /proc/net/netstat:
+    pairs of lines "Group: names..." and "Group: values...". Raises ValueError
+    on any other shape."""
+    values = {}
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) % 2:
+        raise ValueError("counter text has an odd number of lines")
+    for head, vals in zip(lines[::2], lines[1::2]):
+        h, v = head.split(), vals.split()
+        if not h or h[0] != v[0] or not h[0].endswith(":") or len(h) != len(v):
+            raise ValueError("unexpected counter lines: %r / %r" % (head[:40], vals[:40]))
+        for name, val in zip(h[1:], v[1:]):
+            values[h[0] + name] = int(val)
+    return values
+
+
 def tcp_counters(setup, prefix):
     """The TCP_COUNTERS of the sender namespace of testbed |prefix|, {name: value}
-    (name without its "Tcp:"/"TcpExt:" group)."""
+    (name without its "Tcp:"/"TcpExt:" group; 0 when this kernel lacks one)."""
     r = subprocess.run(setup.tb_exec(prefix, "sender") + ["cat", "/proc/net/snmp",
                                                           "/proc/net/netstat"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError("reading TCP counters in %s-snd failed: %s" % (prefix, r.stderr))
-    values = {}
-    lines = r.stdout.splitlines()
-    # Both files are pairs of lines: "Group: names..." then "Group: values...".
-    for head, vals in zip(lines[::2], lines[1::2]):
-        h, v = head.split(), vals.split()
-        if not h or h[0] != v[0] or len(h) != len(v):
-            raise RuntimeError("unexpected counter lines in %s-snd: %r" % (prefix, head))
-        for name, val in zip(h[1:], v[1:]):
-            values[h[0] + name] = int(val)
+    values = parse_counters(r.stdout)
     return {k.split(":", 1)[1]: values.get(k, 0) for k in TCP_COUNTERS}
 
 
