@@ -70,6 +70,9 @@ TCP_COUNTERS = ("Tcp:RetransSegs", "TcpExt:TCPSackRecovery", "TcpExt:TCPRenoReco
                 "TcpExt:TCPFastRetrans", "TcpExt:TCPLostRetransmit", "TcpExt:TCPSACKReorder",
                 "TcpExt:TCPRenoReorder")
 VARIANTS = ("plaintext_1448", "classic_recovery", "no_sack", "cubic")
+# Run only when named in --variants: the headline's loss is on the data
+# direction only; these add the same random loss on the ACK direction.
+EXTRA_VARIANTS = ("loss_both", "no_sack_loss_both")
 
 _live = []            # processes to stop on exit
 _testbeds = set()     # prefixes brought up
@@ -264,7 +267,7 @@ def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs"), p
     for k, mode in enumerate(modes):
         prefix = "%s%d" % (setup.prefix, k)
         args = ["up", "--rtt", str(cfg["rtt_ms"]), "--loss", str(cfg["loss_pct"]),
-                "--seed", str(cfg["seed"])]
+                "--seed", str(cfg["seed"]), "--loss-dir", cfg.get("testbed_loss_dir", "fwd")]
         _testbeds.add(prefix)
         # A fresh testbed per point: sysctls set for one variant (they live in
         # the namespaces) must not leak into the next point.
@@ -495,8 +498,9 @@ def main():
     ap.add_argument("--no-sweeps", action="store_true")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="comma-separated variants to run after the headline (default: all of "
-                         "%s; 'none' for none). The --no-* options below remove one more"
-                         % ", ".join(VARIANTS))
+                         "%s; 'none' for none; also %s: loss on the ACK direction too). The "
+                         "--no-* options below remove one more"
+                         % (", ".join(VARIANTS), ", ".join(EXTRA_VARIANTS)))
     ap.add_argument("--no-classic", dest="classic_recovery", action="store_false",
                     help="skip the variant with the sender's TCP in 3-dupack loss recovery")
     ap.add_argument("--no-cubic", dest="cubic_variant", action="store_false",
@@ -516,10 +520,10 @@ def main():
         a.out = a.demo
     setup = Setup(a.build, a.out or os.path.join(a.build, "bench"), a.prefix, a.bin_dir)
     wanted = set() if a.variants == "none" else set(v for v in a.variants.split(",") if v)
-    unknown = wanted - set(VARIANTS)
+    unknown = wanted - set(VARIANTS) - set(EXTRA_VARIANTS)
     if unknown:
         raise SystemExit("bench/latency: unknown variant(s) %s (known: %s)"
-                         % (", ".join(sorted(unknown)), ", ".join(VARIANTS)))
+                         % (", ".join(sorted(unknown)), ", ".join(VARIANTS + EXTRA_VARIANTS)))
     if a.quick:
         a.count, a.sweep_count, a.sweep_loss, a.sweep_rtt = 300, 200, "0,2,5", "20,100"
         a.classic_recovery = a.cubic_variant = a.no_sack_variant = False
@@ -599,6 +603,19 @@ def main():
                 if ctr.get("TCPSackRecovery") or ctr.get("TCPLossProbes"):
                     log("warning: no_sack %s: SACK recovery or loss probes ran anyway: %s"
                         % (mode, ctr))
+        for name in EXTRA_VARIANTS:
+            if name not in wanted:
+                continue
+            sysctls = NO_SACK if name.startswith("no_sack") else ()
+            bcfg = dict(cfg, testbed_loss_dir="both", receiver_sysctls=sysctls,
+                        loss_dir="both (each direction its own seeded loss: seed, seed + 1)")
+            bres = run_point(setup, bcfg, name, modes=("tls", "utls", "ucobs"),
+                             receiver_sysctls=sysctls)
+            doc.setdefault("variants", {})[name] = summarize(bcfg, bres)
+            doc["variants"][name]["note"] = (
+                "the same random loss on the ACK direction too (testbed --loss-dir both)%s: "
+                "the paper's dummynet setup does not say which directions lost packets"
+                % (", SACK off as in no_sack" if sysctls else ""))
         doc["recovery_model"] = recovery_model(cfg, doc)
 
         if a.cubic_variant and a.cc != "cubic":
