@@ -380,9 +380,11 @@ static void utls_scan(utls_dir_t *d, guint64 off, const guint8 *p, guint64 len, 
             if (d->hdr_have < 5)
                 break;
             if (d->rec_start == 0) {
-                /* RFC 8446 4: a TLS connection starts with the client's
-                 * ClientHello and the server's ServerHello (or an alert);
-                 * TLS 1.2 and SSL 3.0 the same (RFC 5246 7.3). */
+                /* A TLS connection opens with the client's ClientHello and
+                 * the server's ServerHello, or an alert when the server
+                 * refuses (RFC 8446 2, RFC 5246 7.3): handshake (22) or
+                 * alert (21) records. SSL 2.0-format hellos are not TLS
+                 * records and are not recognised. */
                 if (utls_plausible_header(d->hdr) && (d->hdr[0] == 22 || d->hdr[0] == 21)) {
                     d->kind = UTLS_KIND_TLS;
                 } else {
