@@ -459,6 +459,15 @@ def recovery_model(cfg, doc):
                 entry["predicted_delayed_gt_rtt_at_measured_loss"] = round(
                     per_loss * lost / tls["records_sent"], 4)
         model[name] = entry
+    # Side by side in one run: how many times more records the paper's
+    # recovery delays than today's, predicted and measured.
+    ratio = {"predicted": round(model["no_sack"]["records_delayed_per_loss"]
+                                / model["default"]["records_delayed_per_loss"], 3)}
+    if "measured_delayed_gt_rtt" in model["no_sack"] and model["default"].get(
+            "measured_delayed_gt_rtt"):
+        ratio["measured"] = round(model["no_sack"]["measured_delayed_gt_rtt"]
+                                  / model["default"]["measured_delayed_gt_rtt"], 3)
+    model["tls_delayed_ratio_no_sack_to_default"] = ratio
     model["note"] = ("an isolated loss of record 0 delays records 0..n-1 past one-way + RTT, "
                      "n = floor(excess / interval) + 1; excess = max(interval, RTT/4) for RACK "
                      "(its reordering window), 3 intervals for three duplicate ACKs, 4 when the "

@@ -96,10 +96,14 @@ def test_recovery_model():
     expect("dupack measured per loss", m["no_sack"]["measured_records_delayed_per_loss"], 5.0)
     expect("dupack at measured loss", m["no_sack"]["predicted_delayed_gt_rtt_at_measured_loss"],
            0.09)
+    expect("ratio predicted", m["tls_delayed_ratio_no_sack_to_default"]["predicted"], 2.25)
+    expect("ratio measured", m["tls_delayed_ratio_no_sack_to_default"]["measured"], 2.273)
     # Without the variant, only the prediction.
     del doc["variants"]
     m = run.recovery_model(cfg, doc)
     expect("no variant: no measurement", "measured_delayed_gt_rtt" in m["no_sack"], False)
+    expect("no variant: no measured ratio", "measured" in m["tls_delayed_ratio_no_sack_to_default"],
+           False)
 
 
 def main():
