@@ -12,7 +12,9 @@ given with --prefix) by the peers of ucobs_session.py:
     ucobs dissector must decode datagrams in them (they really are uCOBS) and
     the utls postdissector must add nothing: no uTLS tree, no utls.* field,
     no expert item, with one pass and with two;
-  * a TLS session (Python's ssl) with the same loss, and crafted copies: a
+  * a TLS session (Python's ssl, this file's tls-serve/tls-send: 3000
+    records of 200 bytes, several whole records per segment) with loss
+    (every 40th data packet) and holes, and crafted copies: a
     segment past a hole carried again with different bytes, and a record
     header overwritten in the middle of the stream. On TLS the plugin must
     still show records, flag out-of-order candidates in the holes capture
@@ -31,6 +33,8 @@ Exit 0 pass, 1 fail, 77 skip.
 import argparse
 import os
 import shutil
+import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -48,8 +52,14 @@ PORT_UCOBS_LOSSY, SPORT_UCOBS_LOSSY = 47111, 47112
 PORT_TLS = 47121
 PORT_TLS_LOSSY = 47131
 # The plugin's expert items that are warnings (each bad on a clean stream).
-# Loss in the 4 MiB TLS session: every TLS_LOSS_EVERY-th data packet (about
-# 70 of 2900), few enough for editcap's limit on frame selections (512).
+# The TLS session: TLS_MESSAGES writes of TLS_MESSAGE_LEN bytes, one record
+# each, written back to back so that TCP packs several whole records into a
+# segment: segments that arrive past a hole then hold complete records (on
+# loopback the hole fills within a few segments; 16 KiB records would
+# rarely be complete before that).
+TLS_MESSAGES, TLS_MESSAGE_LEN = 3000, 200
+# Loss in it: every TLS_LOSS_EVERY-th data packet (about 12 of 500), few
+# enough for editcap's limit on frame selections (512).
 TLS_LOSS_EVERY = 40
 UTLS_WARNINGS = ("utls.conflict", "utls.bad_header", "utls.held_limit", "utls.analysis_mismatch")
 
@@ -102,18 +112,20 @@ def nft_drop(ns, port, every):
 
 def cut_lost_originals(ts, pcap, out, sport_filter):
     """Writes |out|: |pcap| without the first copy of every retransmitted
-    segment (the receiver's view: holes, then data out of order). Returns
-    how many were cut."""
+    segment (the receiver's view: holes, then data out of order). A
+    retransmission is a data segment whose sequence number was seen before in
+    the same direction (loopback does not reorder; Wireshark flags a quick
+    one as out-of-order, not as a retransmission, so its flags are not
+    used). Returns how many were cut."""
     rows = [r.split("\t") for r in ts.run("-r", pcap, "-Y", "tcp.len > 0 and %s" % sport_filter,
-                                           "-T", "fields", "-e", "frame.number", "-e", "tcp.seq_raw",
-                                           "-e", "tcp.analysis.retransmission",
-                                           "-e", "tcp.analysis.fast_retransmission").splitlines()]
+                                           "-T", "fields", "-e", "frame.number",
+                                           "-e", "tcp.seq_raw").splitlines()]
     first_at, originals = {}, []
-    for num, seq, rt, frt in rows:
-        if (rt or frt) and seq in first_at:
+    for num, seq in rows:
+        if seq in first_at:
             originals.append(first_at.pop(seq))
         else:
-            first_at.setdefault(seq, num)
+            first_at[seq] = num
     if not originals:
         raise Fail("%s: no retransmission, nothing lost: the test would prove nothing" % pcap)
     subprocess.run(["editcap", "-F", "pcap", pcap, out] + originals, check=True, stdout=subprocess.DEVNULL)
@@ -232,6 +244,42 @@ def capture_tls(ns, work, me, name, port, cert, key, lossy):
     return pcap
 
 
+def cmd_tls_serve(a):
+    """TLS server in the namespace: reads until the client closes, replies
+    with the byte count."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", a.port))
+    ls.listen(1)
+    print("listening", flush=True)
+    c, _ = ls.accept()
+    t = ctx.wrap_socket(c, server_side=True)
+    want, n = TLS_MESSAGES * TLS_MESSAGE_LEN, 0
+    while n < want:
+        b = t.recv(65536)
+        if not b:
+            break
+        n += len(b)
+    t.sendall(("got %d" % n).encode())
+    t.close()
+    return 0 if n == want else 1
+
+
+def cmd_tls_send(a):
+    """TLS client: TLS_MESSAGES records of TLS_MESSAGE_LEN bytes, back to back."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    t = ctx.wrap_socket(socket.create_connection(("127.0.0.1", a.port)))
+    for i in range(TLS_MESSAGES):
+        t.sendall(bytes([i & 0xff]) * TLS_MESSAGE_LEN)
+    reply = t.recv(100)
+    t.close()
+    return 0 if reply.startswith(b"got ") else 1
+
+
 def check_silent(ts, what, pcap, opts=()):
     view = utls_view(ts, pcap, *opts)
     noisy = [(i + 1, sorted(set(p[2]))) for i, p in enumerate(view) if p[2]]
@@ -275,6 +323,7 @@ def run(a):
     work = tempfile.mkdtemp(prefix="utls-scope-")
     os.chmod(work, 0o755)  # tshark runs as nobody
     me = [a.python, os.path.join(HERE, "ucobs_session.py")]
+    me_tls = [a.python, os.path.abspath(__file__)]
     ns = us.Netns("%s%d" % (a.prefix, os.getpid()))
     ok = False
     try:
@@ -294,8 +343,8 @@ def run(a):
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                         "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=localhost"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        tls = capture_tls(ns, work, me, "tls", PORT_TLS, cert, key, False)
-        tls_lossy = capture_tls(ns, work, me, "tls-lossy", PORT_TLS_LOSSY, cert, key, True)
+        tls = capture_tls(ns, work, me_tls, "tls", PORT_TLS, cert, key, False)
+        tls_lossy = capture_tls(ns, work, me_tls, "tls-lossy", PORT_TLS_LOSSY, cert, key, True)
         tls_holes = os.path.join(work, "tls-holes.pcap")
         cut = cut_lost_originals(ts, tls_lossy, tls_holes, "tcp.dstport == %d" % PORT_TLS_LOSSY)
         records = count(ts, tls, "utls.record_offset")
@@ -353,13 +402,21 @@ def run(a):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("command", nargs="?", default="run", choices=("run", "tls-serve", "tls-send"))
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--cert", default="")
+    ap.add_argument("--key", default="")
     ap.add_argument("--tshark", default="/usr/bin/tshark")
     ap.add_argument("--python", default="/usr/bin/python3")
-    ap.add_argument("--plugin", required=True,
+    ap.add_argument("--plugin", default="",
                     help="the built utls.so, in a tree DIR/X.Y/epan/ (WIRESHARK_PLUGIN_DIR=DIR)")
     ap.add_argument("--prefix", default="uws")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
+    if a.command == "tls-serve":
+        return cmd_tls_serve(a)
+    if a.command == "tls-send":
+        return cmd_tls_send(a)
     try:
         rc = run(a)
         log("PASS" if rc == 0 else "SKIPPED")
