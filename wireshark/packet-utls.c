@@ -123,8 +123,24 @@ typedef struct {
     guint32 delivered_in;
 } utls_early_t;
 
+/*
+ * What a direction's first record header says about its stream. Only
+ * directions that start like TLS get a uTLS tree and expert items: a TCP
+ * stream of another protocol (uCOBS, HTTP, a STARTTLS preamble) is none of
+ * this plugin's business, and "no TLS record header" on every such stream
+ * would bury the anomalies of real TLS streams.
+ */
+typedef enum {
+    UTLS_KIND_UNKNOWN = 0, /* the first 5 bytes have not arrived in order yet */
+    UTLS_KIND_TLS,         /* starts with a plausible handshake or alert record */
+    UTLS_KIND_OTHER        /* starts with anything else: never shown */
+} utls_kind_t;
+
+struct utls_dir;
+
 /* What the plugin found in one frame (file scope, kept across passes). */
 typedef struct {
+    struct utls_dir *dir;    /* direction of a data segment, NULL otherwise */
     gboolean tracked;        /* a data segment of a tracked direction */
     guint64 segment_offset;
     gboolean past_hole;
@@ -164,9 +180,10 @@ typedef struct {
     guint64 missing_before; /* bytes missing before |start| when it arrived */
 } utls_arrival_t;
 
-typedef struct {
+typedef struct utls_dir {
     gboolean started;
-    gboolean lost;           /* tracking stopped (bad header, limit) */
+    utls_kind_t kind;
+    gboolean lost;           /* tracking stopped (bad header, limit, not TLS) */
     guint32 base;            /* sequence number of stream offset 0 */
     guint64 last_offset;     /* to extend 32-bit sequence numbers */
     guint64 highest;         /* end of the furthest byte seen */
@@ -362,6 +379,20 @@ static void utls_scan(utls_dir_t *d, guint64 off, const guint8 *p, guint64 len, 
             len -= take;
             if (d->hdr_have < 5)
                 break;
+            if (d->rec_start == 0) {
+                /* A TLS connection opens with the client's ClientHello and
+                 * the server's ServerHello, or an alert when the server
+                 * refuses (RFC 8446 2, RFC 5246 7.3): handshake (22) or
+                 * alert (21) records. SSL 2.0-format hellos are not TLS
+                 * records and are not recognised. */
+                if (utls_plausible_header(d->hdr) && (d->hdr[0] == 22 || d->hdr[0] == 21)) {
+                    d->kind = UTLS_KIND_TLS;
+                } else {
+                    d->kind = UTLS_KIND_OTHER;
+                    d->lost = TRUE;
+                    break;
+                }
+            }
             if (!utls_plausible_header(d->hdr)) {
                 d->lost = TRUE;
                 fr->bad_header = TRUE;
@@ -548,6 +579,7 @@ static void utls_track(packet_info *pinfo, proto_tree *tree, utls_frame_t *fr)
     payload = utls_first_field(tree, hf_tcp_payload);
     if (!d->started || payload == NULL || payload->length <= 0 || payload->ds_tvb == NULL)
         return;
+    fr->dir = d;
     fr->analysis_flags = (utls_has_field(tree, hf_tcp_lost_segment) ? UTLS_TCPA_LOST : 0) |
                          (utls_has_field(tree, hf_tcp_retransmission) ? UTLS_TCPA_RETRANS : 0) |
                          (utls_has_field(tree, hf_tcp_fast_retransmission) ? UTLS_TCPA_FAST_RETRANS : 0) |
@@ -580,7 +612,10 @@ static void utls_track(packet_info *pinfo, proto_tree *tree, utls_frame_t *fr)
 
 /* ---- display --------------------------------------------------------- */
 
-static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_frame_t *fr)
+/* |stream|: the frame's direction looks like TLS, so its stream tracking is
+ * shown; otherwise only what the TLS dissector handed over (plaintext). */
+static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_frame_t *fr,
+                      gboolean stream)
 {
     proto_item *ti, *pi;
     proto_tree *ut;
@@ -589,7 +624,7 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
     ti = proto_tree_add_item(tree, proto_utls, tvb, 0, 0, ENC_NA);
     proto_item_set_generated(ti);
     ut = proto_item_add_subtree(ti, ett_utls);
-    if (fr->tracked) {
+    if (stream && fr->tracked) {
         pi = proto_tree_add_uint64(ut, hf_utls_segment_offset, tvb, 0, 0, fr->segment_offset);
         proto_item_set_generated(pi);
         if (fr->past_hole) {
@@ -609,7 +644,7 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
                 expert_add_info(pinfo, pi, &ei_utls_analysis_mismatch);
         }
     }
-    n = fr->records != NULL ? wmem_array_get_count(fr->records) : 0;
+    n = stream && fr->records != NULL ? wmem_array_get_count(fr->records) : 0;
     for (i = 0; i < n; i++) {
         const utls_record_t *r = (const utls_record_t *)wmem_array_index(fr->records, i);
         proto_tree *rt;
@@ -645,7 +680,7 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
             proto_item_set_generated(pi);
         }
     }
-    n = fr->early != NULL ? wmem_array_get_count(fr->early) : 0;
+    n = stream && fr->early != NULL ? wmem_array_get_count(fr->early) : 0;
     for (i = 0; i < n; i++) {
         const utls_early_t *e = (const utls_early_t *)wmem_array_index(fr->early, i);
 
@@ -661,6 +696,8 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
                                  *(const guint32 *)wmem_array_index(fr->plaintext, i));
         proto_item_set_generated(pi);
     }
+    if (!stream)
+        return;
     if (fr->conflict)
         expert_add_info(pinfo, ti, &ei_utls_conflict);
     if (fr->held_limit)
@@ -675,6 +712,7 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
 static int dissect_utls_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
     utls_frame_t *fr;
+    gboolean stream;
 
     if (!PINFO_FD_VISITED(pinfo)) {
         fr = utls_frame_get(pinfo->num, TRUE);
@@ -683,10 +721,15 @@ static int dissect_utls_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree
     fr = utls_frame_get(pinfo->num, FALSE);
     if (fr == NULL || tree == NULL)
         return 0;
-    if (!fr->tracked && fr->records == NULL && fr->early == NULL && fr->plaintext == NULL &&
-        !fr->bad_header && !fr->held_limit)
+    /* A direction is judged by its first record header. On one pass a frame
+     * that arrives before that header (its first segment lost) is shown
+     * only if the header is known by then; two passes show the verdict. */
+    stream = fr->dir != NULL && fr->dir->kind == UTLS_KIND_TLS &&
+             (fr->tracked || fr->records != NULL || fr->early != NULL || fr->bad_header ||
+              fr->held_limit);
+    if (!stream && fr->plaintext == NULL)
         return 0;
-    utls_show(tvb, pinfo, tree, fr);
+    utls_show(tvb, pinfo, tree, fr, stream);
     return tvb_captured_length(tvb);
 }
 

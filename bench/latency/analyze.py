@@ -100,6 +100,55 @@ def metrics(latencies_ms, count, rtt_ms, one_way_ms=None, extra=None):
     return out
 
 
+def records_delayed_per_loss(rtt_ms, interval_ms, recovery, one_way_ms=None, dupthresh=3,
+                             over="one_way_plus_rtt", ack_pending=False):
+    """First-principles count of the records that one isolated loss delays
+    past the threshold on an application-limited stream (one record = one
+    segment every |interval_ms|, nothing queued in the sender).
+
+    Record 0 is lost. Its retransmission reaches the receiver at
+    one_way + RTT + excess after record 0 was sent, where |excess| is the
+    time the sender needs to learn of the loss beyond one RTT:
+      "dupack": |dupthresh| duplicate ACKs (classic fast retransmit, or
+                2.6-era SACK/FACK: loss declared when |dupthresh| later
+                segments are acknowledged): the ACK of record |dupthresh|
+                arrives dupthresh * interval later than record 0's would have.
+                |ack_pending|: the receiver was still delaying its ACK of
+                record -1 when record 1 arrived (a receiver ACKs at least
+                every second segment, RFC 5681 4.2, Linux's delayed-ACK
+                timer is 40 ms or more: about every other loss at 20 ms
+                spacing). Record 1's ACK then acknowledges record -1, is
+                not a duplicate, and one more record is needed:
+                (dupthresh + 1) * interval;
+      "rack":   RACK (RFC 8985): record 1's SACK arrives after interval + RTT,
+                and record 0 is declared lost once RTT + reo_wnd has passed
+                since it was sent, reo_wnd = min_rtt / 4 while no reordering
+                was seen: excess = max(interval, RTT / 4).
+    Record k (sent k * interval later) waits in TCP's queue for record 0, so
+    it is delivered with latency one_way + RTT + excess - k * interval. It
+    counts when that exceeds the threshold (one_way + RTT for
+    "one_way_plus_rtt", RTT for "rtt"). The retransmission always leaves a
+    little after the ACK (ACK processing, the pacing timer: about 2 ms
+    measured), so a record exactly on the threshold counts as delayed.
+    Returns the number of records delayed per isolated loss, the lost one
+    included."""
+    if one_way_ms is None:
+        one_way_ms = rtt_ms / 2.0
+    if recovery == "dupack":
+        excess = (dupthresh + (1 if ack_pending else 0)) * interval_ms
+    elif recovery == "rack":
+        excess = max(interval_ms, rtt_ms / 4.0)
+    else:
+        raise ValueError("recovery: dupack or rack, not %r" % (recovery,))
+    if over == "one_way_plus_rtt":
+        margin = excess
+    elif over == "rtt":
+        margin = excess + one_way_ms
+    else:
+        raise ValueError("over: one_way_plus_rtt or rtt, not %r" % (over,))
+    return int(math.floor(margin / interval_ms)) + 1
+
+
 def run_latencies(recv_log):
     """{index: latency_ms}, start line, end line, and the raw records."""
     start, end, _, recs = load_jsonl(recv_log)
@@ -255,6 +304,20 @@ def record_offsets(recv_recs, send_hs, count, size, wire_len):
     return {i: base + i * wire_len for i in range(count)}
 
 
+def overtaken(completion):
+    """How many records were overtaken in the network: their last byte reached
+    the host after the last byte of some later record. On a path that does
+    not reorder, that is a record (or part of one) lost and retransmitted.
+    |completion|: {index: time}."""
+    n, earliest_later = 0, None
+    for i in sorted(completion, reverse=True):
+        t = completion[i]
+        if earliest_later is not None and t > earliest_later:
+            n += 1
+        earliest_later = t if earliest_later is None else min(earliest_later, t)
+    return n
+
+
 def analyze_run(recv_log, rtt_ms, send_log=None, pcap=None, port=None, wire_overhead=22):
     lat, start, end, recs = run_latencies(recv_log)
     count = start["count"]
@@ -288,7 +351,8 @@ def analyze_run(recv_log, rtt_ms, send_log=None, pcap=None, port=None, wire_over
                 send_ns.setdefault(r["i"], r["send_ns"])
         olat = {i: (t - send_ns[i]) / 1e6 for i, t in comp.items() if i in send_ns}
         res["oracle"] = metrics(olat, count, rtt_ms,
-                                extra={"source": "pcap", "records_complete_in_pcap": len(comp)})
+                                extra={"source": "pcap", "records_complete_in_pcap": len(comp),
+                                       "overtaken": overtaken(comp)})
         res["oracle_latencies"] = olat
     return res
 

@@ -53,6 +53,26 @@ def ucobs_size(wire):
     raise ValueError("no uCOBS datagram size gives a %d-byte frame" % wire)
 # Loss recovery of the paper's era (Linux 2.6.34): no RACK, no TLP.
 CLASSIC = ("net.ipv4.tcp_recovery=0", "net.ipv4.tcp_early_retrans=0")
+# No SACK: RFC 2018 SACK is used only when both SYNs carry SACK-permitted,
+# and Linux sends and accepts that option only with its own tcp_sack on, so
+# turning it off at either end is enough (checked in captures). Off in the
+# receiver's namespace, as a peer without SACK. Without SACK, Linux cannot run
+# RACK-TLP (RACK needs SACKed segments, TLP is SACK-only) and falls back to
+# NewReno: fast retransmit after three duplicate ACKs, the loss detection of
+# the paper's kernel for a single loss (2.6.34's SACK/FACK also waited for
+# three later segments).
+NO_SACK = ("net.ipv4.tcp_sack=0",)
+# Sender TCP counters (/proc/net/snmp, /proc/net/netstat of the sender's
+# namespace) recorded per run: they show which loss recovery really ran.
+TCP_COUNTERS = ("Tcp:RetransSegs", "TcpExt:TCPSackRecovery", "TcpExt:TCPRenoRecovery",
+                "TcpExt:TCPSackRecoveryFail", "TcpExt:TCPRenoRecoveryFail",
+                "TcpExt:TCPLossProbes", "TcpExt:TCPLossProbeRecovery", "TcpExt:TCPTimeouts",
+                "TcpExt:TCPFastRetrans", "TcpExt:TCPLostRetransmit", "TcpExt:TCPSACKReorder",
+                "TcpExt:TCPRenoReorder")
+VARIANTS = ("plaintext_1448", "classic_recovery", "no_sack", "cubic")
+# Run only when named in --variants: the headline's loss is on the data
+# direction only; these add the same random loss on the ACK direction.
+EXTRA_VARIANTS = ("loss_both", "no_sack_loss_both")
 
 _live = []            # processes to stop on exit
 _testbeds = set()     # prefixes brought up
@@ -120,6 +140,35 @@ def cleanup(setup):
     _testbeds.clear()
 
 
+def parse_counters(text):
+    """{"Group:Name": value} from the text of /proc/net/snmp and /proc/net/netstat:
+    pairs of lines "Group: names..." and "Group: values...". Raises ValueError
+    on any other shape."""
+    values = {}
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) % 2:
+        raise ValueError("counter text has an odd number of lines")
+    for head, vals in zip(lines[::2], lines[1::2]):
+        h, v = head.split(), vals.split()
+        if not h or h[0] != v[0] or not h[0].endswith(":") or len(h) != len(v):
+            raise ValueError("unexpected counter lines: %r / %r" % (head[:40], vals[:40]))
+        for name, val in zip(h[1:], v[1:]):
+            values[h[0] + name] = int(val)
+    return values
+
+
+def tcp_counters(setup, prefix):
+    """The TCP_COUNTERS of the sender namespace of testbed |prefix|, {name: value}
+    (name without its "Tcp:"/"TcpExt:" group; 0 when this kernel lacks one)."""
+    r = subprocess.run(setup.tb_exec(prefix, "sender") + ["cat", "/proc/net/snmp",
+                                                          "/proc/net/netstat"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("reading TCP counters in %s-snd failed: %s" % (prefix, r.stderr))
+    values = parse_counters(r.stdout)
+    return {k.split(":", 1)[1]: values.get(k, 0) for k in TCP_COUNTERS}
+
+
 def start_capture(setup, prefix, path):
     if setup.tcpdump is None:
         return None
@@ -164,6 +213,7 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     common = ["--mode", mode, "--count", str(count), "--size", str(size), "--require", require,
               "--timeout", limit, "--quiet"]
     env = dict(os.environ)
+    counters0 = tcp_counters(setup, prefix) if mode != "dtls" else None
     if keylog and mode == "utls":
         env["SSLKEYLOGFILE"] = keylog  # the fork honours it: the pcap can be decrypted
     recv = spawn(setup.tb_exec(prefix, "receiver")
@@ -188,6 +238,7 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     if cap is not None:
         time.sleep(0.2)
         stop(cap, signal.SIGINT)
+    counters1 = tcp_counters(setup, prefix) if counters0 is not None else None
     if src != 0:
         raise RuntimeError("%s sender failed (exit %d), see %s" % (mode, src, send_log))
     if rrc != 0 and mode != "dtls":
@@ -198,13 +249,16 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     if mode == "ucobs":
         res["run"]["datagram_bytes"] = size
         res["run"]["wire_bytes"] = size + overhead
+    if counters0 is not None:
+        # The namespace is this run's alone: the difference is this connection.
+        res["run"]["sender_tcp"] = {k: counters1[k] - counters0[k] for k in counters1}
     res["exit"] = rrc
     return res
 
 
 def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs"), progress=True,
               keylog=None,
-              sender_sysctls=()):
+              sender_sysctls=(), receiver_sysctls=()):
     """All modes of one configuration in parallel, each on its own testbed."""
     rundir = os.path.join(setup.out, "latency", name)
     os.makedirs(rundir, exist_ok=True)
@@ -213,13 +267,17 @@ def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs"), p
     for k, mode in enumerate(modes):
         prefix = "%s%d" % (setup.prefix, k)
         args = ["up", "--rtt", str(cfg["rtt_ms"]), "--loss", str(cfg["loss_pct"]),
-                "--seed", str(cfg["seed"])]
+                "--seed", str(cfg["seed"]), "--loss-dir", cfg.get("testbed_loss_dir", "fwd")]
         _testbeds.add(prefix)
+        # A fresh testbed per point: sysctls set for one variant (they live in
+        # the namespaces) must not leak into the next point.
+        setup.tb(prefix, "down", check=False)
         setup.tb(prefix, *args)
-        for kv in sender_sysctls:
-            r = subprocess.run(setup.tb_exec(prefix, "sender") + ["sysctl", "-qw", kv])
-            if r.returncode != 0:
-                raise RuntimeError("sysctl %s in the sender namespace failed" % kv)
+        for where, kvs in (("sender", sender_sysctls), ("receiver", receiver_sysctls)):
+            for kv in kvs:
+                r = subprocess.run(setup.tb_exec(prefix, where) + ["sysctl", "-qw", kv])
+                if r.returncode != 0:
+                    raise RuntimeError("sysctl %s in the %s namespace failed" % (kv, where))
         prefixes[mode] = prefix
 
     def worker(mode):
@@ -272,7 +330,7 @@ def summarize(cfg, results):
         if mode in results and "oracle" in results[mode]:
             o = results[mode]["oracle"]
             out[mode]["oracle_same_run"] = {k: o[k] for k in ("delayed_gt_rtt", "p50_ms", "p95_ms",
-                                                               "p99_ms")}
+                                                               "p99_ms", "overtaken")}
     return out
 
 
@@ -363,6 +421,63 @@ def table(doc):
     return "\n".join(rows)
 
 
+def recovery_model(cfg, doc):
+    """First-principles prediction of tls.delayed_gt_rtt (analyze.
+    records_delayed_per_loss) next to what the runs measured. Measured per
+    loss: the records the stock TLS run delayed past one-way + RTT, divided by
+    the records its own capture shows overtaken in the network (lost and
+    retransmitted: analyze.overtaken), both from the same run."""
+    rtt, interval, p = cfg["rtt_ms"], cfg["interval_ms"], cfg["loss_pct"] / 100.0
+    model = {"loss_per_record": p}
+    for name, recovery in (("default", "rack"), ("no_sack", "dupack")):
+        per = [analyze.records_delayed_per_loss(rtt, interval, recovery, ack_pending=pend)
+               for pend in (False, True)]
+        per_rtt = [analyze.records_delayed_per_loss(rtt, interval, recovery, over="rtt",
+                                                    ack_pending=pend) for pend in (False, True)]
+        # RACK times the loss from record 1's SACK, which is never delayed
+        # (out-of-order data is acknowledged at once); duplicate-ACK counting
+        # needs one more record about every other loss (ack_pending).
+        per_loss = sum(per) / 2.0
+        per_loss_rtt = sum(per_rtt) / 2.0
+        entry = {"recovery": recovery,
+                 "records_delayed_per_loss": per_loss,
+                 "records_delayed_per_loss_range": [min(per), max(per)],
+                 "predicted_delayed_gt_rtt": round(per_loss * p, 4),
+                 "records_over_rtt_per_loss": per_loss_rtt,
+                 "predicted_latency_gt_rtt": round(per_loss_rtt * p, 4)}
+        point = doc if name == "default" else doc.get("variants", {}).get(name)
+        tls = (point or {}).get("tls")
+        if tls:
+            entry["measured_delayed_gt_rtt"] = tls["delayed_gt_rtt"]
+            entry["measured_latency_gt_rtt"] = tls["latency_gt_rtt"]
+            lost = tls.get("oracle_same_run", {}).get("overtaken")
+            if lost:
+                entry["measured_records_lost"] = lost
+                entry["measured_loss_per_record"] = round(lost / tls["records_sent"], 4)
+                entry["measured_records_delayed_per_loss"] = round(
+                    tls["delayed_gt_rtt"] * tls["records_sent"] / lost, 3)
+                entry["predicted_delayed_gt_rtt_at_measured_loss"] = round(
+                    per_loss * lost / tls["records_sent"], 4)
+        model[name] = entry
+    # Side by side in one run: how many times more records the paper's
+    # recovery delays than today's, predicted and measured.
+    ratio = {"predicted": round(model["no_sack"]["records_delayed_per_loss"]
+                                / model["default"]["records_delayed_per_loss"], 3)}
+    if "measured_delayed_gt_rtt" in model["no_sack"] and model["default"].get(
+            "measured_delayed_gt_rtt"):
+        ratio["measured"] = round(model["no_sack"]["measured_delayed_gt_rtt"]
+                                  / model["default"]["measured_delayed_gt_rtt"], 3)
+    model["tls_delayed_ratio_no_sack_to_default"] = ratio
+    model["note"] = ("an isolated loss of record 0 delays records 0..n-1 past one-way + RTT, "
+                     "n = floor(excess / interval) + 1; excess = max(interval, RTT/4) for RACK "
+                     "(its reordering window), 3 intervals for three duplicate ACKs, 4 when the "
+                     "receiver's delayed ACK of the record before the loss was still pending "
+                     "(about every other loss); predicted = n * loss rate, first order: a "
+                     "second loss in the same window, a lost retransmission (RTO) or a loss "
+                     "during recovery delays more")
+    return model
+
+
 def strip(results):
     return {m: {k: v for k, v in r.items() if k not in ("latencies", "oracle_latencies")}
             for m, r in results.items()}
@@ -390,10 +505,17 @@ def main():
     ap.add_argument("--sweep-loss", default="0,1,2,3,5")
     ap.add_argument("--sweep-rtt", default="20,50,100,200")
     ap.add_argument("--no-sweeps", action="store_true")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="comma-separated variants to run after the headline (default: all of "
+                         "%s; 'none' for none; also %s: loss on the ACK direction too). The "
+                         "--no-* options below remove one more"
+                         % (", ".join(VARIANTS), ", ".join(EXTRA_VARIANTS)))
     ap.add_argument("--no-classic", dest="classic_recovery", action="store_false",
                     help="skip the variant with the sender's TCP in 3-dupack loss recovery")
     ap.add_argument("--no-cubic", dest="cubic_variant", action="store_false",
                     help="skip the variant with the sender's TCP in cubic")
+    ap.add_argument("--no-no-sack", dest="no_sack_variant", action="store_false",
+                    help="skip the variant without SACK (duplicate-ACK recovery, NewReno)")
     ap.add_argument("--no-variant", action="store_true",
                     help="skip the 1448-byte-plaintext variant (two segments per record)")
     ap.add_argument("--quick", action="store_true", help="short runs (a smoke test)")
@@ -406,9 +528,18 @@ def main():
     if a.demo:
         a.out = a.demo
     setup = Setup(a.build, a.out or os.path.join(a.build, "bench"), a.prefix, a.bin_dir)
+    wanted = set() if a.variants == "none" else set(v for v in a.variants.split(",") if v)
+    unknown = wanted - set(VARIANTS) - set(EXTRA_VARIANTS)
+    if unknown:
+        raise SystemExit("bench/latency: unknown variant(s) %s (known: %s)"
+                         % (", ".join(sorted(unknown)), ", ".join(VARIANTS + EXTRA_VARIANTS)))
     if a.quick:
         a.count, a.sweep_count, a.sweep_loss, a.sweep_rtt = 300, 200, "0,2,5", "20,100"
-        a.classic_recovery = a.cubic_variant = False
+        a.classic_recovery = a.cubic_variant = a.no_sack_variant = False
+    a.no_variant = a.no_variant or "plaintext_1448" not in wanted
+    a.classic_recovery = a.classic_recovery and "classic_recovery" in wanted
+    a.no_sack_variant = a.no_sack_variant and "no_sack" in wanted
+    a.cubic_variant = a.cubic_variant and "cubic" in wanted
     os.makedirs(setup.out, exist_ok=True)
 
     def on_signal(signum, frame):
@@ -464,6 +595,38 @@ def main():
                 "tcp_early_retrans=0, in the sender namespace only): loss detection by three "
                 "duplicate ACKs, as in the Linux 2.6.34 of the Minion paper")
 
+        if a.no_sack_variant:
+            ncfg = dict(cfg, receiver_sysctls=NO_SACK, loss_recovery="NewReno (3 duplicate ACKs)")
+            nres = run_point(setup, ncfg, "no_sack", modes=("tls", "utls", "ucobs"),
+                             receiver_sysctls=NO_SACK)
+            doc.setdefault("variants", {})["no_sack"] = summarize(ncfg, nres)
+            doc["variants"]["no_sack"]["note"] = (
+                "SACK off (net.ipv4.tcp_sack=0 in the receiver namespace; either end is "
+                "enough, SACK needs both SYNs): Linux cannot use RACK-TLP without SACK and "
+                "repairs a loss by fast retransmit after three duplicate ACKs (NewReno), "
+                "or by RTO. This is the loss detection of the paper's Linux 2.6.34 for a "
+                "single loss. No dtls: it does not use TCP. sender_tcp shows the recovery "
+                "that ran (TCPRenoRecovery, no TCPSackRecovery or TCPLossProbes)")
+            for mode in ("tls", "utls", "ucobs"):
+                ctr = nres[mode]["run"].get("sender_tcp", {})
+                if ctr.get("TCPSackRecovery") or ctr.get("TCPLossProbes"):
+                    log("warning: no_sack %s: SACK recovery or loss probes ran anyway: %s"
+                        % (mode, ctr))
+        for name in EXTRA_VARIANTS:
+            if name not in wanted:
+                continue
+            sysctls = NO_SACK if name.startswith("no_sack") else ()
+            bcfg = dict(cfg, testbed_loss_dir="both", receiver_sysctls=sysctls,
+                        loss_dir="both (each direction its own seeded loss: seed, seed + 1)")
+            bres = run_point(setup, bcfg, name, modes=("tls", "utls", "ucobs"),
+                             receiver_sysctls=sysctls)
+            doc.setdefault("variants", {})[name] = summarize(bcfg, bres)
+            doc["variants"][name]["note"] = (
+                "the same random loss on the ACK direction too (testbed --loss-dir both)%s: "
+                "the paper's dummynet setup does not say which directions lost packets"
+                % (", SACK off as in no_sack" if sysctls else ""))
+        doc["recovery_model"] = recovery_model(cfg, doc)
+
         if a.cubic_variant and a.cc != "cubic":
             kcfg = dict(cfg, sender_cc="cubic")
             kres = run_point(setup, kcfg, "cubic")
@@ -500,7 +663,11 @@ def main():
         json.dump(doc, f, indent=1)
     log("wrote %s, plots %s/latency_*.png (%.0f s)" % (path, setup.out, doc["elapsed_s"]))
     print(table(doc))
-    print(json.dumps({k: doc[k] for k in ("tls", "utls", "dtls", "ucobs", "oracle", "targets")
+    for name, v in sorted(doc.get("variants", {}).items()):
+        print("\nvariant %s:" % name)
+        print(table(v))
+    print(json.dumps({k: doc[k] for k in ("tls", "utls", "dtls", "ucobs", "oracle", "targets",
+                                          "recovery_model")
                       if k in doc}, indent=1))
     return 0
 
