@@ -958,7 +958,7 @@ static void utls_pump(SSL *s, utls_conn *c)
 
 void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
 {
-    utls_conn *c = utls_conn_get(s);
+    utls_conn *c = s->utls != NULL ? s->utls : utls_conn_get(s);
     size_t hdr = rr->rec_version == SSL2_VERSION ? UTLS_SSL2_HEADER_LENGTH : SSL3_RT_HEADER_LENGTH;
 
     if (c == NULL)
@@ -977,13 +977,14 @@ void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
     }
     c->cur_offset = c->next_offset;
     c->cur_wire_len = hdr + rr->length;
-    c->cur_arrival_ns = 0; /* in order: the time it is read (UTLS_read_record) */
     c->cur_has_nonce = 0;
     if (rr->length >= 8 && rr->rec_version != SSL2_VERSION) {
         c->cur_has_nonce = 1;
         c->cur_nonce = be64(RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH);
     }
     c->next_offset += c->cur_wire_len;
+    /* ssl3_get_record calls utls_hook_skip_decrypt only if this is set. */
+    c->hooks.may_skip = c->ahead.n > 0 && c->ooo_possible;
 }
 
 int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
@@ -1001,7 +1002,7 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     if (c->ern_rx) /* numbers may come out of sequence order (utls_ern.c) */
         utls_ern_rx_done(s, c, seq);
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
-        if (!SSL_in_init(s))
+        if (!c->post_handshake && !SSL_in_init(s))
             c->post_handshake = 1;
         if (utls_gen_setup(s, c)) {
             utls_seqpred_record a = {0};
@@ -1049,7 +1050,15 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     c->inorder_info.out_of_order = 0;
     c->inorder_info.stream_offset = c->cur_offset;
     c->inorder_info.wire_len = c->cur_wire_len;
-    c->inorder_info.arrival_ns = c->cur_arrival_ns;
+    /* Its last byte came with the BIO read that completed it: in order, the
+     * time is read when UTLS_read_record() returns it, if asked. */
+    c->inorder_info.arrival_ns = 0;
+    c->inorder_info_valid = 1;
+    /* Counted here, once per record, rather than per read: a record is
+     * decrypted in order once, and the reads that return it (in parts, or
+     * after a buffer too small) follow. */
+    if ((s->mode & SSL_MODE_UNORDERED) != 0 && rr->length > 0)
+        c->stats.records_in_order++;
     return 1;
 }
 
@@ -1167,6 +1176,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     if ((c = utls_conn_get(s)) == NULL)
         return UTLS_HOOK_PASS;
+    c->hooks.read_idle = 0;
     c->cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
     c->post_handshake = 1;
     if (c->partial_active)
@@ -1188,6 +1198,18 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
                  || utls_bio_quiet(s, c))
             && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
             return UTLS_HOOK_RETRY;
+        /*
+         * Nothing is held for the reader. Until the BIO signals a fragment or
+         * a wake-up (or a key change or reset clears this), the next call
+         * would pass as well: ssl3_read_bytes tests that in place
+         * (utls_hook_read_idle) instead of calling, twice per record.
+         */
+        if (!c->partial_active && !c->rescan_pending && c->sig != NULL && c->sig_bio == s->rbio
+            && c->sig->pending == 0) {
+            c->hooks.idle_bio = s->rbio;
+            c->hooks.idle_pending = &c->sig->pending;
+            c->hooks.read_idle = 1;
+        }
         return UTLS_HOOK_PASS;
     }
     r = &c->ready[0];
@@ -1231,18 +1253,10 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
 
 int utls_hook_deliver_inorder(SSL *s, SSL3_RECORD *rr, size_t len)
 {
-    utls_conn *c = utls_conn_get(s);
-
     if (len < rr->length && (s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
         utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu",
                    rr->length, len);
         return 0;
-    }
-    if (c != NULL && rr->length > 0) {
-        c->last_info = c->inorder_info;
-        c->last_info_valid = 1;
-        if (rr->off == 0 || (s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0)
-            c->stats.records_in_order++; /* once, at its first part */
     }
     return 1;
 }
@@ -1270,6 +1284,7 @@ void utls_hook_read_key_changed(SSL *s)
 
     if (c == NULL)
         return;
+    c->hooks.read_idle = 0; /* a rescan may be due */
     if (c->post_handshake) {
         /* A KeyUpdate (or renegotiation): what was delivered under the next
          * key now belongs to the current one. */
@@ -1348,12 +1363,15 @@ int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read, UTLS_RECOR
     ret = SSL_read_ex(s, buf, len, out_read);
     if (ret > 0 && out_info != NULL) {
         if (c->last_info_valid) {
-            *out_info = c->last_info;
-            if (out_info->arrival_ns == 0)
-                out_info->arrival_ns = utls_now_ns(); /* in order: now */
+            *out_info = c->last_info; /* out of order (utls_hook_read_bytes) */
+        } else if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->inorder_info_valid) {
+            *out_info = c->inorder_info; /* in order (utls_hook_record_done) */
         } else {
             memset(out_info, 0, sizeof(*out_info)); /* mode off: no metadata */
+            return ret;
         }
+        if (out_info->arrival_ns == 0)
+            out_info->arrival_ns = utls_now_ns(); /* unstamped: now */
     }
     return ret;
 }
