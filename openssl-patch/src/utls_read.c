@@ -978,7 +978,10 @@ void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
     c->cur_offset = c->next_offset;
     c->cur_wire_len = hdr + rr->length;
     c->cur_has_nonce = 0;
-    if (rr->length >= 8 && rr->rec_version != SSL2_VERSION) {
+    /* The nonce matters only to ciphers with an explicit one (known once the
+     * key's out-of-order state is set up, in utls_hook_record_done). */
+    if ((!c->gen_ready || c->explicit_nonce) && rr->length >= 8
+        && rr->rec_version != SSL2_VERSION) {
         c->cur_has_nonce = 1;
         c->cur_nonce = be64(RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH);
     }
@@ -1043,7 +1046,7 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
         if (rr->read)
             return 1; /* a negotiation message, consumed */
     }
-    if ((i = ready_find(c, c->gen, seq)) >= 0)
+    if (c->num_ready > 0 && (i = ready_find(c, c->gen, seq)) >= 0)
         ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
     c->inorder_info.seq = seq;
     c->inorder_info.key_generation = c->gen;
@@ -1357,7 +1360,7 @@ int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read, UTLS_RECOR
 
     if (s == NULL)
         return 0;
-    if ((c = utls_conn_get(s)) == NULL)
+    if ((c = s->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return 0;
     c->last_info_valid = 0;
     ret = SSL_read_ex(s, buf, len, out_read);
