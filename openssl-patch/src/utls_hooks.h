@@ -108,6 +108,13 @@ int utls_hook_read_bytes(struct ssl_st *s, unsigned char *buf, size_t len, int p
  * consumed).
  */
 int utls_hook_deliver_inorder(struct ssl_st *s, struct ssl3_record_st *rr, size_t len);
+/*
+ * SSL_set0_rbio (and SSL_set_bio), after the old read BIO was freed: forgets
+ * the pointers into it (its signals, its store), which a new BIO allocated at
+ * the same address would otherwise seem to validate.
+ */
+void utls_hook_rbio_changed(struct ssl_st *s);
+
 /* Plaintext held by uTLS that SSL_read() returns without waiting: records
  * verified past a hole and the rest of one returned in parts. */
 size_t utls_hook_pending(const struct ssl_st *s);

@@ -805,27 +805,49 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
     } while (again);
 }
 
+/* utls_forget_bio drops every pointer into the read BIO that |c| knew. */
+static void utls_forget_bio(utls_conn *c)
+{
+    size_t i;
+
+    c->sig = NULL;
+    c->sig_bio = NULL;
+    c->hooks.read_idle = 0;
+    /* Another BIO: its store's epochs say nothing about the bytes verified
+     * from the old one. */
+    seqset_forget_epochs(&c->ahead);
+    seqset_forget_epochs(&c->next_ahead);
+    for (i = 0; i < c->num_ready; i++)
+        c->ready[i].store_epoch = UTLS_NO_EPOCH;
+    if (c->partial_active)
+        c->partial.store_epoch = UTLS_NO_EPOCH;
+}
+
 /* utls_bio_quiet: the read BIO's signals say no fragment or wake-up waits. */
 static int utls_bio_quiet(SSL *s, utls_conn *c)
 {
     if (c->sig_bio != s->rbio) {
-        size_t i;
-
-        c->sig = NULL;
+        utls_forget_bio(c);
         c->sig_bio = s->rbio;
         if (s->rbio == NULL
             || BIO_ctrl(s->rbio, UTLS_BIO_CTRL_GET_SIGNALS, 0, (void *)&c->sig) != 1)
             c->sig = NULL;
-        /* Another BIO: its store's epochs say nothing about the bytes
-         * verified from the old one. */
-        seqset_forget_epochs(&c->ahead);
-        seqset_forget_epochs(&c->next_ahead);
-        for (i = 0; i < c->num_ready; i++)
-            c->ready[i].store_epoch = UTLS_NO_EPOCH;
-        if (c->partial_active)
-            c->partial.store_epoch = UTLS_NO_EPOCH;
     }
     return c->sig != NULL && c->sig->pending == 0;
+}
+
+void utls_hook_rbio_changed(SSL *s)
+{
+    utls_conn *c = s->utls;
+
+    /* The next entry point asks the new BIO (utls_bio_quiet): sig_bio is
+     * NULL, so even a BIO at the freed one's address is asked again; and it
+     * points c->store anew (utls_store_refresh) before reading it. */
+    utls_forget_bio(c);
+    if (c->store_shared) {
+        c->store = NULL;
+        c->store_shared = 0;
+    }
 }
 
 /*
