@@ -196,6 +196,21 @@ typedef struct {
                           * probe buffer), reusable as one */
 } utls_ready_record;
 
+/*
+ * UTLS_HOT marks the functions every in-order record passes through (the
+ * record hooks, the segment BIO's read and push): the compiler keeps them
+ * together (.text.hot), so that they share instruction cache lines instead of
+ * evicting OpenSSL's own record path (docs/unordered.md, PERFORMANCE).
+ * UTLS_COLD marks the rare paths split off them.
+ */
+#if defined(__GNUC__)
+# define UTLS_HOT __attribute__((hot))
+# define UTLS_COLD __attribute__((cold, noinline))
+#else
+# define UTLS_HOT
+# define UTLS_COLD
+#endif
+
 struct utls_conn_st {
     /* First: the patched record code reads it in place (utls_hooks.h). */
     utls_hook_state hooks;

@@ -978,7 +978,7 @@ static void utls_pump(SSL *s, utls_conn *c)
 
 /* --- Hooks --------------------------------------------------------------- */
 
-void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
+UTLS_HOT void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c = s->utls != NULL ? s->utls : utls_conn_get(s);
     size_t hdr = rr->rec_version == SSL2_VERSION ? UTLS_SSL2_HEADER_LENGTH : SSL3_RT_HEADER_LENGTH;
@@ -1012,7 +1012,52 @@ void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
     c->hooks.may_skip = c->ahead.n > 0 && c->ooo_possible;
 }
 
-int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
+/* note_inorder_anchor notes the in-order record just authenticated as |seq|
+ * for the out-of-order side, which takes it up when it next works. */
+static void note_inorder_anchor(utls_conn *c, uint64_t seq)
+{
+    utls_seqpred_record a = {0};
+
+    a.offset = c->cur_offset;
+    a.seq = PRED_SEQ(seq);
+    a.wire_len = c->cur_wire_len;
+    a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
+    a.explicit_nonce = c->cur_nonce;
+    /* The hot path, with or without a hole: only a note. The stores are
+     * brought up to date when the out-of-order side next works
+     * (utls_ooo_sync). Adding every in-order record as an anchor while bytes
+     * are held past a hole shifted the whole anchor table once per record,
+     * and advance() drops all but the last in-order anchor anyway. */
+    c->idle_anchor[0] = c->idle_anchor[1];
+    c->idle_anchor[1] = a;
+    if (c->num_idle_anchors < 2)
+        c->num_idle_anchors++;
+    c->stores_stale = 1;
+    utls_seqpred_observe(c->pred, a.wire_len);
+}
+
+/* note_inorder_info keeps the metadata of application record |rr|, read in
+ * order as |seq|, for UTLS_read_record(), and counts it. */
+static void note_inorder_info(SSL *s, utls_conn *c, const SSL3_RECORD *rr, uint64_t seq)
+{
+    c->inorder_info.seq = seq;
+    c->inorder_info.key_generation = c->gen;
+    c->inorder_info.out_of_order = 0;
+    c->inorder_info.stream_offset = c->cur_offset;
+    c->inorder_info.wire_len = c->cur_wire_len;
+    /* Its last byte came with the BIO read that completed it: in order, the
+     * time is read when UTLS_read_record() returns it, if asked. */
+    c->inorder_info.arrival_ns = 0;
+    c->inorder_info_valid = 1;
+    /* Counted here, once per record, rather than per read: a record is
+     * decrypted in order once, and the reads that return it (in parts, or
+     * after a buffer too small) follow. */
+    if ((s->mode & SSL_MODE_UNORDERED) != 0 && rr->length > 0)
+        c->stats.records_in_order++;
+}
+
+/* record_done_full is utls_hook_record_done for every case. */
+static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c;
     uint64_t seq;
@@ -1029,27 +1074,8 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
         if (!c->post_handshake && !SSL_in_init(s))
             c->post_handshake = 1;
-        if (utls_gen_setup(s, c)) {
-            utls_seqpred_record a = {0};
-
-            a.offset = c->cur_offset;
-            a.seq = PRED_SEQ(seq);
-            a.wire_len = c->cur_wire_len;
-            a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
-            a.explicit_nonce = c->cur_nonce;
-            /* The hot path, with or without a hole: only a note. The stores
-             * are brought up to date when the out-of-order side next works
-             * (utls_ooo_sync). Adding every in-order record as an anchor
-             * while bytes are held past a hole shifted the whole anchor
-             * table once per record, and advance() drops all but the last
-             * in-order anchor anyway. */
-            c->idle_anchor[0] = c->idle_anchor[1];
-            c->idle_anchor[1] = a;
-            if (c->num_idle_anchors < 2)
-                c->num_idle_anchors++;
-            c->stores_stale = 1;
-            utls_seqpred_observe(c->pred, a.wire_len);
-        }
+        if (utls_gen_setup(s, c))
+            note_inorder_anchor(c, seq);
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
             && (c->ern_rx ? seqset_take_one(&c->ahead, seq) : seqset_take(&c->ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
@@ -1070,20 +1096,30 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     }
     if (c->num_ready > 0 && (i = ready_find(c, c->gen, seq)) >= 0)
         ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
-    c->inorder_info.seq = seq;
-    c->inorder_info.key_generation = c->gen;
-    c->inorder_info.out_of_order = 0;
-    c->inorder_info.stream_offset = c->cur_offset;
-    c->inorder_info.wire_len = c->cur_wire_len;
-    /* Its last byte came with the BIO read that completed it: in order, the
-     * time is read when UTLS_read_record() returns it, if asked. */
-    c->inorder_info.arrival_ns = 0;
-    c->inorder_info_valid = 1;
-    /* Counted here, once per record, rather than per read: a record is
-     * decrypted in order once, and the reads that return it (in parts, or
-     * after a buffer too small) follow. */
-    if ((s->mode & SSL_MODE_UNORDERED) != 0 && rr->length > 0)
-        c->stats.records_in_order++;
+    note_inorder_info(s, c, rr, seq);
+    return 1;
+}
+
+UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
+{
+    utls_conn *c = s->utls;
+    uint64_t seq;
+
+    /*
+     * The common case takes a few lines: an application record in order,
+     * after the handshake, under a key set up for out-of-order delivery,
+     * without record numbers, with nothing delivered early or verified ahead
+     * of it. What record_done_full would do then is exactly this.
+     */
+    if (c == NULL
+        || (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE)) != SSL_MODE_UNORDERED
+        || rr->type != SSL3_RT_APPLICATION_DATA || !c->offset_known || !c->post_handshake
+        || !c->gen_ready || !c->ooo_possible || c->ern_rx || c->ahead.n > 0 || c->num_ready > 0
+        || s->enc_read_ctx == NULL)
+        return record_done_full(s, rr);
+    seq = utls_inorder_seq(s) - 1; /* decryption counted it */
+    note_inorder_anchor(c, seq);
+    note_inorder_info(s, c, rr, seq);
     return 1;
 }
 
@@ -1375,7 +1411,8 @@ void utls_hook_read_key_changed(SSL *s)
 
 /* --- Public read call ---------------------------------------------------- */
 
-int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read, UTLS_RECORD_INFO *out_info)
+UTLS_HOT int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
+                              UTLS_RECORD_INFO *out_info)
 {
     utls_conn *c;
     int ret;
