@@ -34,6 +34,9 @@
  *          SSL_MODE_UNORDERED; every segment (retransmissions included) is
  *          pushed with UTLS_BIO_segment_push() and followed by
  *          UTLS_read_record() until SSL_ERROR_WANT_READ.
+ *        fork_on_nometa: the same, with out_info NULL (no per-record
+ *          metadata: what the metadata costs, mostly the in-order arrival
+ *          time's clock read, is fork_on minus this).
  *      Every record's plaintext is checked in the timed loop by its index
  *      (exactly once) and a 4-lane 64-bit digest, the same work in every
  *      variant; the digest's own cost is reported as checksum_cpu_s.
@@ -102,8 +105,25 @@ extern char **environ;
 
 #define READ_BUF_LEN SSL3_RT_MAX_PLAIN_LENGTH
 
-enum variant { VARIANT_STOCK, VARIANT_FORK_OFF, VARIANT_FORK_ON, NUM_VARIANTS };
-static const char *const variant_names[NUM_VARIANTS] = {"stock", "fork_off", "fork_on"};
+/* fork_on_nometa: fork_on reading with UTLS_read_record(..., NULL): no
+ * per-record metadata, so the cost of the metadata (the in-order arrival
+ * time's clock read) shows as the difference to fork_on. */
+enum variant {
+    VARIANT_STOCK,
+    VARIANT_FORK_OFF,
+    VARIANT_FORK_ON,
+    VARIANT_FORK_ON_NOMETA,
+    NUM_VARIANTS
+};
+static const char *const variant_names[NUM_VARIANTS] = {"stock", "fork_off", "fork_on",
+                                                        "fork_on_nometa"};
+
+/* variant_unordered: the variant reads through the segment BIO with
+ * SSL_MODE_UNORDERED. */
+static int variant_unordered(enum variant v)
+{
+    return v == VARIANT_FORK_ON || v == VARIANT_FORK_ON_NOMETA;
+}
 
 struct cipher_case {
     const char *key;   /* JSON key */
@@ -401,7 +421,7 @@ static int link_init(struct link *l, enum variant v, const struct cipher_case *c
 {
     memset(l, 0, sizeof(*l));
     l->api = api;
-    l->segmented = v == VARIANT_FORK_ON;
+    l->segmented = variant_unordered(v);
     l->sender_ctx = SSL_CTX_new(TLS_client_method());
     l->receiver_ctx = SSL_CTX_new(TLS_server_method());
     if (l->sender_ctx == NULL || l->receiver_ctx == NULL || !configure_ctx(l->sender_ctx, cc)
@@ -729,15 +749,17 @@ static __attribute__((noinline)) int receive_via_memory_bio(struct receive_state
     return 1;
 }
 
-/* receive_via_segment_bio: fork_on. Every segment as it arrives, then every
- * record that is complete. */
+/* receive_via_segment_bio: fork_on (and fork_on_nometa, |with_info| 0).
+ * Every segment as it arrives, then every record that is complete. */
 static __attribute__((noinline)) int receive_via_segment_bio(struct receive_state *rs,
-                                                             const struct schedule *sched)
+                                                             const struct schedule *sched,
+                                                             int with_info)
 {
     const struct utls_api *api = rs->link->api;
     SSL *s = rs->link->receiver;
     BIO *in = rs->link->receiver_in;
-    UTLS_RECORD_INFO info;
+    UTLS_RECORD_INFO info = {0};
+    UTLS_RECORD_INFO *want = with_info ? &info : NULL;
     size_t n;
 
     for (size_t i = 0; i < sched->num_segments; i++) {
@@ -748,7 +770,7 @@ static __attribute__((noinline)) int receive_via_segment_bio(struct receive_stat
             fail("segment push refused");
             return 0;
         }
-        while (api->read_record(s, rs->buf, sizeof(rs->buf), &n, &info)) {
+        while (api->read_record(s, rs->buf, sizeof(rs->buf), &n, want)) {
             rs->delivered_out_of_order += info.out_of_order != 0;
             if (!account(rs, n)) {
                 return 0;
@@ -799,7 +821,7 @@ static int child_main(const struct child_opts *o)
         goto cleanup;
     }
     if (((SSL_get_mode(link.receiver) & SSL_MODE_UNORDERED) != 0)
-        != (o->variant == VARIANT_FORK_ON)) {
+        != variant_unordered(o->variant)) {
         fail("SSL_MODE_UNORDERED is not as the variant asks (UTLS_MODE or openssl.cnf?)");
         goto cleanup;
     }
@@ -867,8 +889,8 @@ static int child_main(const struct child_opts *o)
 
     perf_control(1);
     t0 = cpu_seconds();
-    if (o->variant == VARIANT_FORK_ON) {
-        ok = receive_via_segment_bio(rs, &sched);
+    if (variant_unordered(o->variant)) {
+        ok = receive_via_segment_bio(rs, &sched, o->variant == VARIANT_FORK_ON);
     } else {
         ok = receive_via_memory_bio(rs, &sched, ring, held);
     }
@@ -886,6 +908,9 @@ static int child_main(const struct child_opts *o)
     if (is_fork && !api.get_stats(link.receiver, &stats)) {
         fail("UTLS_get_stats failed");
         goto cleanup;
+    }
+    if (o->variant == VARIANT_FORK_ON_NOMETA) {
+        rs->delivered_out_of_order = (size_t)stats.records_out_of_order; /* no per-record flag */
     }
     printf("cpu_s=%.9f checksum_cpu_s=%.9f records=%zu payload=%zu record_wire=%zu "
            "segments=%zu retransmissions=%zu max_hole=%zu past_hole=%zu delivered_ooo=%zu "
@@ -1252,6 +1277,10 @@ static int write_json(const char *path, const struct results *r, const struct dr
             ratio(r->median[VARIANT_FORK_OFF][0], r->median[VARIANT_STOCK][0]));
     fprintf(f, "  \"loss2_ratio\": %.4f,\n",
             ratio(r->median[VARIANT_FORK_ON][1], r->median[VARIANT_STOCK][1]));
+    fprintf(f, "  \"inorder_nometa_ratio\": %.4f,\n",
+            ratio(r->median[VARIANT_FORK_ON_NOMETA][0], r->median[VARIANT_STOCK][0]));
+    fprintf(f, "  \"loss2_nometa_ratio\": %.4f,\n",
+            ratio(r->median[VARIANT_FORK_ON_NOMETA][1], r->median[VARIANT_STOCK][1]));
     fprintf(f, "  \"offmode_loss2_ratio\": %.4f,\n",
             ratio(r->median[VARIANT_FORK_OFF][1], r->median[VARIANT_STOCK][1]));
     fprintf(f, "  \"targets\": {\"inorder_ratio_max\": 1.03, \"loss2_ratio_max\": 1.07, "
@@ -1297,9 +1326,9 @@ static void print_table(const struct results *r)
     printf("receiver CPU for %.1f MB of %zu-byte records (%s), %zu repetitions\n",
            (double)r->bytes / 1e6, head->record_wire, cipher_cases[HEADLINE_CIPHER].suite,
            r->reps);
-    printf("  %-10s %22s %22s\n", "variant", "loss 0%: median/min ms", "loss 2%: median/min ms");
+    printf("  %-14s %22s %22s\n", "variant", "loss 0%: median/min ms", "loss 2%: median/min ms");
     for (int v = 0; v < NUM_VARIANTS; v++) {
-        printf("  %-10s %13.2f / %6.2f %13.2f / %6.2f\n", variant_names[v],
+        printf("  %-14s %13.2f / %6.2f %13.2f / %6.2f\n", variant_names[v],
                1e3 * r->median[v][0], 1e3 * min_of(r->runs[v][0], r->reps),
                1e3 * r->median[v][1], 1e3 * min_of(r->runs[v][1], r->reps));
     }
@@ -1308,6 +1337,10 @@ static void print_table(const struct results *r)
            ratio(r->median[VARIANT_FORK_ON][0], r->median[VARIANT_STOCK][0]),
            ratio(r->median[VARIANT_FORK_ON][1], r->median[VARIANT_STOCK][1]),
            ratio(r->median[VARIANT_FORK_OFF][0], r->median[VARIANT_STOCK][0]));
+    printf("  without per-record metadata (UTLS_read_record, out_info NULL): "
+           "inorder_nometa_ratio %.4f   loss2_nometa_ratio %.4f\n",
+           ratio(r->median[VARIANT_FORK_ON_NOMETA][0], r->median[VARIANT_STOCK][0]),
+           ratio(r->median[VARIANT_FORK_ON_NOMETA][1], r->median[VARIANT_STOCK][1]));
     printf("probes per out-of-order record, fork with the mode on, 2%% loss, %.1f MB:\n",
            (double)r->cipher_bytes / 1e6);
     for (size_t c = 0; c < NUM_CIPHER_CASES; c++) {
@@ -1370,7 +1403,7 @@ static int driver_main(struct driver *d, size_t reps, size_t bytes, size_t ciphe
                 }
                 fprintf(stderr, "bench_cpu: rep %zu/%zu %s %-8s %8.2f ms", rep + 1, reps,
                         loss_keys[l], variant_names[v], 1e3 * s->cpu_s);
-                if (v == VARIANT_FORK_ON) {
+                if (variant_unordered(v)) {
                     fprintf(stderr, "  (%llu out of order, %llu probes, %llu saved)",
                             s->out_of_order, s->probes, s->decryptions_saved);
                 }

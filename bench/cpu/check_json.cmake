@@ -7,8 +7,9 @@ if(NOT rc EQUAL 0)
     message(FATAL_ERROR "bench_cpu --quick failed: ${rc}")
 endif()
 file(READ ${OUT} json)
-set(paths "transfer_bytes" "record_wire_bytes" "inorder_ratio" "offmode_ratio" "loss2_ratio")
-foreach(variant stock fork_off fork_on)
+set(paths "transfer_bytes" "record_wire_bytes" "inorder_ratio" "offmode_ratio" "loss2_ratio"
+    "inorder_nometa_ratio" "loss2_nometa_ratio")
+foreach(variant stock fork_off fork_on fork_on_nometa)
     foreach(loss loss0 loss2)
         list(APPEND paths "runs/${variant}/${loss}/median_s" "runs/${variant}/${loss}/min_s"
              "runs/${variant}/${loss}/max_s" "runs/${variant}/${loss}/samples/0")

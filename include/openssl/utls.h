@@ -218,7 +218,12 @@ typedef struct utls_record_info_st {
                               * authenticated: see docs/unordered.md) */
     size_t wire_len;         /* header + ciphertext */
     uint64_t arrival_ns;     /* CLOCK_MONOTONIC time at which the record's last
-                              * byte reached the library */
+                              * byte reached the library, never earlier: out
+                              * of order, when the fragment that completed it
+                              * was pushed or captured; in order, when
+                              * UTLS_read_record() returns it (the clock is
+                              * read then, once per record: see
+                              * docs/unordered.md, PERFORMANCE) */
 } UTLS_RECORD_INFO;
 
 /*
@@ -227,7 +232,8 @@ typedef struct utls_record_info_st {
  * fills |*out_info|. Returns 1 on success and 0 on failure, exactly like
  * SSL_read_ex(): use SSL_get_error() (SSL_ERROR_WANT_READ when no record is
  * complete yet). Without SSL_MODE_UNORDERED it reads like SSL_read_ex() and
- * zeroes |*out_info| (no metadata is kept when the mode is off).
+ * zeroes |*out_info| (no metadata is kept when the mode is off). With
+ * |out_info| NULL it costs what SSL_read_ex() does: no clock is read.
  */
 int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
                      UTLS_RECORD_INFO *out_info);
@@ -247,7 +253,9 @@ typedef enum {
 
 /* UTLS_STATS counts one connection's out-of-order work (receive side). */
 typedef struct utls_stats_st {
-    uint64_t records_in_order;      /* delivered by the in-order path */
+    uint64_t records_in_order;      /* delivered by the in-order path (counted
+                                     * once per record, when it is
+                                     * authenticated in order) */
     uint64_t records_out_of_order;  /* delivered before their turn */
     uint64_t records_skipped;       /* in-order copies of records already
                                      * delivered out of order (not delivered) */

@@ -203,6 +203,7 @@ void utls_ooo_reset(utls_conn *c)
     c->gen_ready = 0;
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
+    c->hooks.read_idle = 0; /* the read hook looks again */
 }
 
 void utls_conn_free(utls_conn *c)

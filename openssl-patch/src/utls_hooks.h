@@ -15,6 +15,49 @@ struct ssl_st;
 struct ssl_ctx_st;
 struct ssl3_record_st;
 
+/*
+ * utls_hook_state is the first member of the connection's uTLS state
+ * (utls_conn): what the patched record code tests in place, so that a hook
+ * with nothing to do costs a load and a branch instead of a call on every
+ * in-order record (docs/unordered.md, PERFORMANCE). Only uTLS writes it.
+ */
+typedef struct utls_hook_state_st {
+    /*
+     * read_idle: utls_hook_read_bytes() returned UTLS_HOOK_PASS with nothing
+     * held for the reader (no verified record waiting, no record returned in
+     * parts, no rescan due), and the read BIO |idle_bio| then had no fragment
+     * or wake-up pending (*|idle_pending| == 0, its utls_bio_signals). While
+     * that holds and the BIO is the same, the hook would pass again. Cleared
+     * by whatever can give the reader something (a key change, a reset).
+     */
+    int read_idle;
+    const void *idle_bio;
+    const size_t *idle_pending;
+    /* may_skip: set for each record read in order (utls_hook_record_read):
+     * records delivered out of order are waiting to be passed in order, so
+     * utls_hook_skip_decrypt() may apply. */
+    int may_skip;
+} utls_hook_state;
+
+/*
+ * utls_hook_read_idle returns 1 when utls_hook_read_bytes() on connection
+ * state |c| (NULL-safe) with read BIO |rbio| would return UTLS_HOOK_PASS
+ * without doing anything, 0 when it must be called.
+ */
+static ossl_inline int utls_hook_read_idle(const utls_conn *c, const void *rbio)
+{
+    const utls_hook_state *h = (const utls_hook_state *)(const void *)c;
+
+    return h != NULL && h->read_idle && h->idle_bio == rbio && *h->idle_pending == 0;
+}
+
+/* utls_hook_may_skip returns 1 when utls_hook_skip_decrypt() may apply to
+ * the record just read in order on connection state |c| (NULL-safe). */
+static ossl_inline int utls_hook_may_skip(const utls_conn *c)
+{
+    return c != NULL && ((const utls_hook_state *)(const void *)c)->may_skip;
+}
+
 /* SSL_free: forget all uTLS state. NULL-safe. */
 void utls_conn_free(utls_conn *c);
 
@@ -57,11 +100,21 @@ int utls_hook_read_bytes(struct ssl_st *s, unsigned char *buf, size_t len, int p
                          size_t *readbytes, int *out_ret);
 
 /*
- * ssl3_read_bytes, before copying an in-order application record: returns 1
- * to go on, or 0 when |len| cannot hold the whole record (the error is
- * raised; nothing is consumed).
+ * ssl3_read_bytes, before copying an in-order application record that is
+ * longer than |len| (only then: the metadata and the count of a record
+ * delivered in order are kept by utls_hook_record_done): returns 1 to go on
+ * (SSL_MODE_UNORDERED_PARTIAL: the record is returned in parts), or 0 when
+ * |len| cannot hold the whole record (the error is raised; nothing is
+ * consumed).
  */
 int utls_hook_deliver_inorder(struct ssl_st *s, struct ssl3_record_st *rr, size_t len);
+/*
+ * SSL_set0_rbio (and SSL_set_bio), after the old read BIO was freed: forgets
+ * the pointers into it (its signals, its store), which a new BIO allocated at
+ * the same address would otherwise seem to validate.
+ */
+void utls_hook_rbio_changed(struct ssl_st *s);
+
 /* Plaintext held by uTLS that SSL_read() returns without waiting: records
  * verified past a hole and the rest of one returned in parts. */
 size_t utls_hook_pending(const struct ssl_st *s);

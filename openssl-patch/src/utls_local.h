@@ -196,7 +196,24 @@ typedef struct {
                           * probe buffer), reusable as one */
 } utls_ready_record;
 
+/*
+ * UTLS_HOT marks the functions every in-order record passes through (the
+ * record hooks, the segment BIO's read and push): the compiler keeps them
+ * together (.text.hot), so that they share instruction cache lines instead of
+ * evicting OpenSSL's own record path (docs/unordered.md, PERFORMANCE).
+ * UTLS_COLD marks the rare paths split off them.
+ */
+#if defined(__GNUC__)
+# define UTLS_HOT __attribute__((hot))
+# define UTLS_COLD __attribute__((cold, noinline))
+#else
+# define UTLS_HOT
+# define UTLS_COLD
+#endif
+
 struct utls_conn_st {
+    /* First: the patched record code reads it in place (utls_hooks.h). */
+    utls_hook_state hooks;
     UTLS_LIMITS limits;
     UTLS_STATS stats;
 
@@ -206,12 +223,12 @@ struct utls_conn_st {
     uint64_t next_offset;
     uint64_t cur_offset; /* the record being processed in order */
     size_t cur_wire_len;
-    uint64_t cur_arrival_ns;
     int cur_has_nonce;   /* the record's first 8 ciphertext bytes, for the */
     uint64_t cur_nonce;  /* explicit-nonce delta of TLS 1.2 GCM/CCM */
     UTLS_RECORD_INFO inorder_info; /* the last in-order application record */
-    UTLS_RECORD_INFO last_info;    /* what the last read returned */
-    int last_info_valid;
+    int inorder_info_valid;
+    UTLS_RECORD_INFO last_info;    /* the last record read out of order */
+    int last_info_valid;           /* ... by the current UTLS_read_record() */
 
     /* Key generations: gen counts read-key changes after the handshake. */
     int post_handshake;

@@ -801,27 +801,49 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
     } while (again);
 }
 
+/* utls_forget_bio drops every pointer into the read BIO that |c| knew. */
+static void utls_forget_bio(utls_conn *c)
+{
+    size_t i;
+
+    c->sig = NULL;
+    c->sig_bio = NULL;
+    c->hooks.read_idle = 0;
+    /* Another BIO: its store's epochs say nothing about the bytes verified
+     * from the old one. */
+    seqset_forget_epochs(&c->ahead);
+    seqset_forget_epochs(&c->next_ahead);
+    for (i = 0; i < c->num_ready; i++)
+        c->ready[i].store_epoch = UTLS_NO_EPOCH;
+    if (c->partial_active)
+        c->partial.store_epoch = UTLS_NO_EPOCH;
+}
+
 /* utls_bio_quiet: the read BIO's signals say no fragment or wake-up waits. */
 static int utls_bio_quiet(SSL *s, utls_conn *c)
 {
     if (c->sig_bio != s->rbio) {
-        size_t i;
-
-        c->sig = NULL;
+        utls_forget_bio(c);
         c->sig_bio = s->rbio;
         if (s->rbio == NULL
             || BIO_ctrl(s->rbio, UTLS_BIO_CTRL_GET_SIGNALS, 0, (void *)&c->sig) != 1)
             c->sig = NULL;
-        /* Another BIO: its store's epochs say nothing about the bytes
-         * verified from the old one. */
-        seqset_forget_epochs(&c->ahead);
-        seqset_forget_epochs(&c->next_ahead);
-        for (i = 0; i < c->num_ready; i++)
-            c->ready[i].store_epoch = UTLS_NO_EPOCH;
-        if (c->partial_active)
-            c->partial.store_epoch = UTLS_NO_EPOCH;
     }
     return c->sig != NULL && c->sig->pending == 0;
+}
+
+void utls_hook_rbio_changed(SSL *s)
+{
+    utls_conn *c = s->utls;
+
+    /* The next entry point asks the new BIO (utls_bio_quiet): sig_bio is
+     * NULL, so even a BIO at the freed one's address is asked again; and it
+     * points c->store anew (utls_store_refresh) before reading it. */
+    utls_forget_bio(c);
+    if (c->store_shared) {
+        c->store = NULL;
+        c->store_shared = 0;
+    }
 }
 
 /*
@@ -952,9 +974,9 @@ static void utls_pump(SSL *s, utls_conn *c)
 
 /* --- Hooks --------------------------------------------------------------- */
 
-void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
+UTLS_HOT void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
 {
-    utls_conn *c = utls_conn_get(s);
+    utls_conn *c = s->utls != NULL ? s->utls : utls_conn_get(s);
     size_t hdr = rr->rec_version == SSL2_VERSION ? UTLS_SSL2_HEADER_LENGTH : SSL3_RT_HEADER_LENGTH;
 
     if (c == NULL)
@@ -973,16 +995,65 @@ void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
     }
     c->cur_offset = c->next_offset;
     c->cur_wire_len = hdr + rr->length;
-    c->cur_arrival_ns = 0; /* in order: the time it is read (UTLS_read_record) */
     c->cur_has_nonce = 0;
-    if (rr->length >= 8 && rr->rec_version != SSL2_VERSION) {
+    /* The nonce matters only to ciphers with an explicit one (known once the
+     * key's out-of-order state is set up, in utls_hook_record_done). */
+    if ((!c->gen_ready || c->explicit_nonce) && rr->length >= 8
+        && rr->rec_version != SSL2_VERSION) {
         c->cur_has_nonce = 1;
         c->cur_nonce = be64(RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH);
     }
     c->next_offset += c->cur_wire_len;
+    /* ssl3_get_record calls utls_hook_skip_decrypt only if this is set. */
+    c->hooks.may_skip = c->ahead.n > 0 && c->ooo_possible;
 }
 
-int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
+/* note_inorder_anchor notes the in-order record just authenticated as |seq|
+ * for the out-of-order side, which takes it up when it next works. */
+static void note_inorder_anchor(utls_conn *c, uint64_t seq)
+{
+    utls_seqpred_record a = {0};
+
+    a.offset = c->cur_offset;
+    a.seq = PRED_SEQ(seq);
+    a.wire_len = c->cur_wire_len;
+    a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
+    a.explicit_nonce = c->cur_nonce;
+    /* The hot path, with or without a hole: only a note. The stores are
+     * brought up to date when the out-of-order side next works
+     * (utls_ooo_sync). Adding every in-order record as an anchor while bytes
+     * are held past a hole shifted the whole anchor table once per record,
+     * and advance() drops all but the last in-order anchor anyway. */
+    c->idle_anchor[0] = c->idle_anchor[1];
+    c->idle_anchor[1] = a;
+    if (c->num_idle_anchors < 2)
+        c->num_idle_anchors++;
+    c->stores_stale = 1;
+    utls_seqpred_observe(c->pred, a.wire_len);
+}
+
+/* note_inorder_info keeps the metadata of application record |rr|, read in
+ * order as |seq|, for UTLS_read_record(), and counts it. */
+static void note_inorder_info(SSL *s, utls_conn *c, const SSL3_RECORD *rr, uint64_t seq)
+{
+    c->inorder_info.seq = seq;
+    c->inorder_info.key_generation = c->gen;
+    c->inorder_info.out_of_order = 0;
+    c->inorder_info.stream_offset = c->cur_offset;
+    c->inorder_info.wire_len = c->cur_wire_len;
+    /* Its last byte came with the BIO read that completed it: in order, the
+     * time is read when UTLS_read_record() returns it, if asked. */
+    c->inorder_info.arrival_ns = 0;
+    c->inorder_info_valid = 1;
+    /* Counted here, once per record, rather than per read: a record is
+     * decrypted in order once, and the reads that return it (in parts, or
+     * after a buffer too small) follow. */
+    if ((s->mode & SSL_MODE_UNORDERED) != 0 && rr->length > 0)
+        c->stats.records_in_order++;
+}
+
+/* record_done_full is utls_hook_record_done for every case. */
+static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c;
     uint64_t seq;
@@ -997,29 +1068,10 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     if (c->ern_rx) /* numbers may come out of sequence order (utls_ern.c) */
         utls_ern_rx_done(s, c, seq);
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
-        if (!SSL_in_init(s))
+        if (!c->post_handshake && !SSL_in_init(s))
             c->post_handshake = 1;
-        if (utls_gen_setup(s, c)) {
-            utls_seqpred_record a = {0};
-
-            a.offset = c->cur_offset;
-            a.seq = PRED_SEQ(seq);
-            a.wire_len = c->cur_wire_len;
-            a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
-            a.explicit_nonce = c->cur_nonce;
-            /* The hot path, with or without a hole: only a note. The stores
-             * are brought up to date when the out-of-order side next works
-             * (utls_ooo_sync). Adding every in-order record as an anchor
-             * while bytes are held past a hole shifted the whole anchor
-             * table once per record, and advance() drops all but the last
-             * in-order anchor anyway. */
-            c->idle_anchor[0] = c->idle_anchor[1];
-            c->idle_anchor[1] = a;
-            if (c->num_idle_anchors < 2)
-                c->num_idle_anchors++;
-            c->stores_stale = 1;
-            utls_seqpred_observe(c->pred, a.wire_len);
-        }
+        if (utls_gen_setup(s, c))
+            note_inorder_anchor(c, seq);
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
             && (c->ern_rx ? seqset_take_one(&c->ahead, seq) : seqset_take(&c->ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
@@ -1038,14 +1090,32 @@ int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
         if (rr->read)
             return 1; /* a negotiation message, consumed */
     }
-    if ((i = ready_find(c, c->gen, seq)) >= 0)
+    if (c->num_ready > 0 && (i = ready_find(c, c->gen, seq)) >= 0)
         ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
-    c->inorder_info.seq = seq;
-    c->inorder_info.key_generation = c->gen;
-    c->inorder_info.out_of_order = 0;
-    c->inorder_info.stream_offset = c->cur_offset;
-    c->inorder_info.wire_len = c->cur_wire_len;
-    c->inorder_info.arrival_ns = c->cur_arrival_ns;
+    note_inorder_info(s, c, rr, seq);
+    return 1;
+}
+
+UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
+{
+    utls_conn *c = s->utls;
+    uint64_t seq;
+
+    /*
+     * The common case takes a few lines: an application record in order,
+     * after the handshake, under a key set up for out-of-order delivery,
+     * without record numbers, with nothing delivered early or verified ahead
+     * of it. What record_done_full would do then is exactly this.
+     */
+    if (c == NULL
+        || (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE)) != SSL_MODE_UNORDERED
+        || rr->type != SSL3_RT_APPLICATION_DATA || !c->offset_known || !c->post_handshake
+        || !c->gen_ready || !c->ooo_possible || c->ern_rx || c->ahead.n > 0 || c->num_ready > 0
+        || s->enc_read_ctx == NULL)
+        return record_done_full(s, rr);
+    seq = utls_inorder_seq(s) - 1; /* decryption counted it */
+    note_inorder_anchor(c, seq);
+    note_inorder_info(s, c, rr, seq);
     return 1;
 }
 
@@ -1163,6 +1233,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     if ((c = utls_conn_get(s)) == NULL)
         return UTLS_HOOK_PASS;
+    c->hooks.read_idle = 0;
     c->cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
     c->post_handshake = 1;
     if (c->partial_active)
@@ -1184,6 +1255,18 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
                  || utls_bio_quiet(s, c))
             && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
             return UTLS_HOOK_RETRY;
+        /*
+         * Nothing is held for the reader. Until the BIO signals a fragment or
+         * a wake-up (or a key change or reset clears this), the next call
+         * would pass as well: ssl3_read_bytes tests that in place
+         * (utls_hook_read_idle) instead of calling, twice per record.
+         */
+        if (!c->partial_active && !c->rescan_pending && c->sig != NULL && c->sig_bio == s->rbio
+            && c->sig->pending == 0) {
+            c->hooks.idle_bio = s->rbio;
+            c->hooks.idle_pending = &c->sig->pending;
+            c->hooks.read_idle = 1;
+        }
         return UTLS_HOOK_PASS;
     }
     r = &c->ready[0];
@@ -1227,18 +1310,10 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
 
 int utls_hook_deliver_inorder(SSL *s, SSL3_RECORD *rr, size_t len)
 {
-    utls_conn *c = utls_conn_get(s);
-
     if (len < rr->length && (s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
         utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu",
                    rr->length, len);
         return 0;
-    }
-    if (c != NULL && rr->length > 0) {
-        c->last_info = c->inorder_info;
-        c->last_info_valid = 1;
-        if (rr->off == 0 || (s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0)
-            c->stats.records_in_order++; /* once, at its first part */
     }
     return 1;
 }
@@ -1266,6 +1341,7 @@ void utls_hook_read_key_changed(SSL *s)
 
     if (c == NULL)
         return;
+    c->hooks.read_idle = 0; /* a rescan may be due */
     if (c->post_handshake) {
         /* A KeyUpdate (or renegotiation): what was delivered under the next
          * key now belongs to the current one. */
@@ -1331,25 +1407,29 @@ void utls_hook_read_key_changed(SSL *s)
 
 /* --- Public read call ---------------------------------------------------- */
 
-int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read, UTLS_RECORD_INFO *out_info)
+UTLS_HOT int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
+                              UTLS_RECORD_INFO *out_info)
 {
     utls_conn *c;
     int ret;
 
     if (s == NULL)
         return 0;
-    if ((c = utls_conn_get(s)) == NULL)
+    if ((c = s->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return 0;
     c->last_info_valid = 0;
     ret = SSL_read_ex(s, buf, len, out_read);
     if (ret > 0 && out_info != NULL) {
         if (c->last_info_valid) {
-            *out_info = c->last_info;
-            if (out_info->arrival_ns == 0)
-                out_info->arrival_ns = utls_now_ns(); /* in order: now */
+            *out_info = c->last_info; /* out of order (utls_hook_read_bytes) */
+        } else if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->inorder_info_valid) {
+            *out_info = c->inorder_info; /* in order (utls_hook_record_done) */
         } else {
             memset(out_info, 0, sizeof(*out_info)); /* mode off: no metadata */
+            return ret;
         }
+        if (out_info->arrival_ns == 0)
+            out_info->arrival_ns = utls_now_ns(); /* unstamped: now */
     }
     return ret;
 }

@@ -1,0 +1,256 @@
+/*
+ * The in-order path of SSL_MODE_UNORDERED (docs/unordered.md, PERFORMANCE).
+ * The patched record code calls uTLS's read and skip hooks only when uTLS's
+ * state says they may have something to do (utls_hook_state), the delivery
+ * hook only for a record longer than the buffer, and UTLS_read_record() takes
+ * an in-order record's metadata from the record-done hook. These tests check
+ * that nothing is lost on the way:
+ *
+ *   - an in-order record's metadata (sequence number, offset, length, in
+ *     order, a real arrival time) and its count, once per record even when
+ *     it is peeked first or first refused for a buffer too small;
+ *   - a read that found nothing waiting (the read hook then goes idle) still
+ *     delivers a record that completes past a hole with the next push, and
+ *     the in-order path then skips it;
+ *   - after SSL_set0_rbio() the new BIO is asked, not the old one's signals.
+ *
+ * Records 0, 1, 2 are written by the client; a push of record 2 before 1 makes
+ * record 1 the hole.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/utls.h>
+
+#include "uharness.h"
+
+#define NUM_RECORDS 3
+#define RECORD_LEN 1200
+
+static EVP_PKEY *g_key;
+static X509 *g_cert;
+
+typedef struct {
+    uh_seg_pair tls;
+    uint8_t *wire[NUM_RECORDS];
+    size_t wire_len[NUM_RECORDS];
+    uint64_t wire_off[NUM_RECORDS];
+    uint8_t plain[NUM_RECORDS][RECORD_LEN];
+} pair;
+
+static void pair_new(pair *p, uint64_t mode)
+{
+    int n;
+
+    memset(p, 0, sizeof(*p));
+    assert_true(uh_seg_pair_new(&p->tls, g_key, g_cert, mode));
+    for (int r = 0; r < NUM_RECORDS; r++) {
+        for (size_t i = 0; i < RECORD_LEN; i++)
+            p->plain[r][i] = (uint8_t)(r * 37 + i * 11 + 3);
+        assert_int_equal(SSL_write(p->tls.c, p->plain[r], RECORD_LEN), RECORD_LEN);
+        n = (int)BIO_pending(p->tls.c_out);
+        assert_true(n > RECORD_LEN);
+        p->wire[r] = malloc((size_t)n);
+        assert_non_null(p->wire[r]);
+        assert_int_equal(BIO_read(p->tls.c_out, p->wire[r], n), n);
+        p->wire_len[r] = (size_t)n;
+        p->wire_off[r] = p->tls.base;
+        p->tls.base += (uint64_t)n;
+    }
+}
+
+static void pair_free(pair *p)
+{
+    for (int r = 0; r < NUM_RECORDS; r++)
+        free(p->wire[r]);
+    uh_seg_pair_free(&p->tls);
+}
+
+static void push(BIO *seg, const pair *p, int r)
+{
+    assert_true(UTLS_BIO_segment_push(seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
+}
+
+/* Reads one record, which must be record |r| with the metadata of it; its
+ * arrival time must lie between |t_pushed| (taken before its push) and now. */
+static void expect_record(pair *p, int r, int out_of_order, uint64_t t_pushed)
+{
+    uint8_t buf[RECORD_LEN + 100];
+    size_t n = 0;
+    UTLS_RECORD_INFO info;
+
+    memset(&info, 0xa5, sizeof(info));
+    ERR_clear_error();
+    if (!UTLS_read_record(p->tls.s, buf, sizeof(buf), &n, &info)) {
+        uh_errors_to_stderr("inorder");
+        fail_msg("record %d: read failed (SSL_get_error %d)", r,
+                 SSL_get_error(p->tls.s, 0));
+    }
+    assert_int_equal(n, RECORD_LEN);
+    assert_memory_equal(buf, p->plain[r], n);
+    assert_int_equal(info.out_of_order != 0, out_of_order);
+    assert_int_equal(info.seq, (uint64_t)r); /* no tickets: app records 0, 1, 2 */
+    assert_int_equal(info.key_generation, 0);
+    assert_int_equal(info.stream_offset, p->wire_off[r]);
+    assert_int_equal(info.wire_len, p->wire_len[r]);
+    assert_true(info.arrival_ns >= t_pushed);
+    assert_true(info.arrival_ns <= uh_monotonic_ns());
+}
+
+static void expect_want_read(pair *p)
+{
+    uint8_t buf[RECORD_LEN + 100];
+    size_t n;
+    UTLS_RECORD_INFO info;
+
+    assert_false(UTLS_read_record(p->tls.s, buf, sizeof(buf), &n, &info));
+    assert_int_equal(SSL_get_error(p->tls.s, 0), SSL_ERROR_WANT_READ);
+}
+
+static UTLS_STATS stats(pair *p)
+{
+    UTLS_STATS st;
+
+    assert_int_equal(UTLS_get_stats(p->tls.s, &st), 1);
+    return st;
+}
+
+static void test_inorder_metadata_counted_once(void **state)
+{
+    pair p;
+    uint8_t buf[RECORD_LEN + 100];
+    size_t n;
+    uint64_t t0;
+    unsigned long e;
+
+    (void)state;
+    pair_new(&p, SSL_MODE_UNORDERED);
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 0);
+    /* A peek returns the record and consumes nothing... */
+    assert_true(SSL_peek_ex(p.tls.s, buf, sizeof(buf), &n));
+    assert_int_equal(n, RECORD_LEN);
+    assert_memory_equal(buf, p.plain[0], n);
+    expect_record(&p, 0, 0, t0);
+    /* ... and the record counts once. */
+    assert_int_equal(stats(&p).records_in_order, 1);
+    expect_want_read(&p);
+
+    /* A buffer too small: an error that consumes nothing; the record counts
+     * once, when a buffer that fits gets it. */
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 1);
+    ERR_clear_error();
+    assert_false(UTLS_read_record(p.tls.s, buf, RECORD_LEN - 1, &n, NULL));
+    e = ERR_peek_error();
+    assert_int_equal(ERR_GET_LIB(e), UTLS_get_lib());
+    assert_int_equal(ERR_GET_REASON(e), UTLS_R_BUFFER_TOO_SMALL);
+    ERR_clear_error();
+    expect_record(&p, 1, 0, t0);
+    assert_int_equal(stats(&p).records_in_order, 2);
+    assert_int_equal(stats(&p).records_out_of_order, 0);
+    pair_free(&p);
+}
+
+static void test_inorder_idle_read_sees_next_push(void **state)
+{
+    pair p;
+    uint64_t t0;
+    UTLS_STATS st;
+
+    (void)state;
+    pair_new(&p, SSL_MODE_UNORDERED);
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 0);
+    expect_record(&p, 0, 0, t0);
+    /* Nothing waits: the read hook goes idle until the BIO signals. */
+    expect_want_read(&p);
+    expect_want_read(&p);
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 2); /* past the hole at record 1 */
+    expect_record(&p, 2, 1, t0);
+    expect_want_read(&p);
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 1); /* fills the hole; record 2 is skipped */
+    expect_record(&p, 1, 0, t0);
+    expect_want_read(&p);
+    st = stats(&p);
+    assert_int_equal(st.records_in_order, 2);
+    assert_int_equal(st.records_out_of_order, 1);
+    assert_int_equal(st.records_skipped, 1);
+    assert_int_equal(st.decryptions_saved, 1);
+    pair_free(&p);
+}
+
+static void test_inorder_new_read_bio(void **state)
+{
+    pair p;
+    uint64_t t0;
+    BIO *next;
+    uint8_t *filler;
+    size_t len;
+
+    (void)state;
+    pair_new(&p, SSL_MODE_UNORDERED);
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 0);
+    expect_record(&p, 0, 0, t0);
+    expect_want_read(&p); /* idle, with the first BIO */
+
+    /* A second segment BIO that carries the same stream from record 1 on:
+     * the bytes before it were read from the first one. */
+    next = BIO_new(UTLS_BIO_s_segment());
+    assert_non_null(next);
+    len = (size_t)p.wire_off[1];
+    filler = calloc(1, len);
+    assert_non_null(filler);
+    assert_true(UTLS_BIO_segment_push(next, 0, filler, len));
+    assert_int_equal(BIO_read(next, filler, (int)len), (int)len);
+    free(filler);
+    SSL_set0_rbio(p.tls.s, next);
+
+    t0 = uh_monotonic_ns();
+    push(next, &p, 2); /* past the hole at record 1, in the new BIO */
+    expect_record(&p, 2, 1, t0);
+    expect_want_read(&p);
+    t0 = uh_monotonic_ns();
+    push(next, &p, 1);
+    expect_record(&p, 1, 0, t0);
+    expect_want_read(&p);
+    assert_int_equal(stats(&p).records_out_of_order, 1);
+    assert_int_equal(stats(&p).records_in_order, 2);
+    pair_free(&p);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    EVP_PKEY_free(g_key);
+    X509_free(g_cert);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inorder_metadata_counted_once),
+        cmocka_unit_test(test_inorder_idle_read_sees_next_push),
+        cmocka_unit_test(test_inorder_new_read_bio),
+    };
+    return cmocka_run_group_tests_name("unordered-inorder", tests, setup, teardown);
+}
