@@ -232,6 +232,22 @@ struct utls_conn_st {
     int store_shared;
     utls_scan *scan;
     utls_seqpred *pred;
+    /*
+     * The chain fast path (utls_chain_run). Past a record of the current key
+     * that verified out of order, the next record's header is at |chain_off|
+     * and its number is |chain_seq|: when bytes arriving at the end of the
+     * run complete that record, it is verified with that one candidate, with
+     * no scan, no candidate ranking and no interval bookkeeping. The scanner
+     * knows of the records verified below |chain_synced|; those in
+     * [chain_synced, chain_off) were verified by the fast path and are
+     * confirmed to it in one call (utls_chain_sync) before it is next used.
+     * |chain_min_len|..|chain_max_len| are the scan profile's length bounds.
+     */
+    int chain_valid;
+    uint64_t chain_off;
+    uint64_t chain_seq;
+    uint64_t chain_synced;
+    size_t chain_min_len, chain_max_len;
     /* A private copy of the read cipher context, taken when the key is
      * installed and reused by every probe of that key. Taken later, it could
      * share the provider's MAC buffer with the real context: 3.0's cipher

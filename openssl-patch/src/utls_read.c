@@ -419,6 +419,11 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     if (!utls_store_refresh(s, c))
         c->store = NULL;
     c->scan = utls_scan_new(&prof, c->next_offset);
+    /* A new scanner knows no chain. */
+    c->chain_valid = 0;
+    c->chain_off = c->chain_synced = 0;
+    c->chain_min_len = min_len;
+    c->chain_max_len = max_len;
     /* After a KeyUpdate, the predictor built for the next key already holds
      * the records verified under it, in the new numbering: it is kept. */
     if (c->pred == NULL)
@@ -466,6 +471,38 @@ static void utls_ooo_sync(utls_conn *c)
 }
 
 /*
+ * utls_chain_sync tells the scanner about the records the chain fast path
+ * verified since it last knew of one: [chain_synced, chain_off) is a run of
+ * authenticated records, so no position inside it is a header and the next
+ * header is at chain_off, exactly what one utls_scan_confirm of the whole run
+ * says. Called before anything else reads the scanner.
+ */
+static void utls_chain_sync(utls_conn *c)
+{
+    if (c->chain_valid && c->chain_off > c->chain_synced && c->scan != NULL)
+        (void)utls_scan_confirm(c->scan, c->chain_synced, (size_t)(c->chain_off - c->chain_synced));
+    c->chain_synced = c->chain_off;
+}
+
+/* utls_chain_set puts the chain cursor after the record of |wire_len| bytes
+ * at |offset| that verified (or was known) as |seq| of the current key,
+ * whose end the scanner already knows (utls_scan_confirm). */
+static void utls_chain_set(utls_conn *c, uint64_t offset, size_t wire_len, uint64_t seq)
+{
+    c->chain_valid = 1;
+    c->chain_off = offset + wire_len;
+    c->chain_seq = seq + 1;
+    c->chain_synced = c->chain_off;
+}
+
+/* utls_chain_drop forgets the chain, after telling the scanner about it. */
+static void utls_chain_drop(utls_conn *c)
+{
+    utls_chain_sync(c);
+    c->chain_valid = 0;
+}
+
+/*
  * utls_verify_candidate runs the full check of the record at |hit| as sequence
  * number |seq| of the current or next key and, if it verifies, records it
  * (anchor, chained header) and queues its plaintext for delivery. With
@@ -497,6 +534,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         if ((i < ahead->n && ahead->v[i] == seq && ahead->off[i] == hit->offset)
             || (r >= 0 && c->ready[r].offset == hit->offset)) {
             utls_scan_confirm(c->scan, hit->offset, q->wire_len);
+            if (!next_key && !numbered && hit->offset + q->wire_len > c->chain_off)
+                utls_chain_set(c, hit->offset, q->wire_len, seq);
             return 1;
         }
         return 0;
@@ -551,6 +590,14 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
             utls_seqpred_add_anchor(next_key ? c->pred_next : c->pred, &a);
         }
         utls_scan_confirm(c->scan, hit->offset, q->wire_len);
+        /* The next record of the chain is verified by the fast path
+         * (utls_chain_run); not past a handshake record (a KeyUpdate changes
+         * the key after it), nor under the next key or numbered records
+         * (their numbers are not the chain's). */
+        if (!next_key && !numbered && type == SSL3_RT_APPLICATION_DATA)
+            utls_chain_set(c, hit->offset, q->wire_len, seq);
+        else if (!next_key)
+            c->chain_valid = 0;
         /* Alerts and handshake messages are processed only in order;
          * empty records carry nothing to deliver. */
         if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
@@ -738,6 +785,8 @@ static int failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
     size_t i = 0;
     int progress = 0;
 
+    utls_chain_sync(c);
+
     while (i < c->num_failed) {
         utls_scan_hit hit = c->failed[i];
         utls_reasm_run run;
@@ -768,6 +817,124 @@ static int failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
     return progress;
 }
 
+/*
+ * utls_chain_verify verifies the record of |wire_len| bytes at |wire|, the
+ * chain cursor, as number chain_seq of the current key: the one candidate the
+ * general path would try first there, with the same checks (not below the
+ * in-order point, not known already, a position the anchors allow, the probe
+ * budget) and the same bookkeeping (anchor, ready queue) except the
+ * scanner's, which utls_chain_sync does later. Returns 1 if it verified an
+ * application data record and the chain goes on, 0 to leave this record to
+ * the general path (which tries it again, with every candidate).
+ */
+static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len,
+                             uint64_t arrival_ns)
+{
+    uint64_t seq = c->chain_seq, offset = c->chain_off;
+    utls_seqpred_record a = {0};
+    const unsigned char *pt;
+    size_t pt_len;
+    int type, r;
+
+    if (seq < utls_inorder_seq(s) || seqset_contains(&c->ahead, seq)
+        || ready_find(c, c->gen, seq) >= 0
+        || !utls_seqpred_plausible(c->pred, offset, wire_len, PRED_SEQ(seq))
+        || c->probe_budget < 1)
+        return 0;
+    c->probe_budget -= 1;
+    c->stats.headers_found++;
+    c->stats.probes++;
+    r = utls_probe(s, c, 0, wire, wire_len, seq, &pt, &pt_len, &type);
+    if (r <= 0) {
+        if (r == 0)
+            c->stats.soft_failures++;
+        return 0;
+    }
+    a.offset = offset;
+    a.seq = PRED_SEQ(seq);
+    a.wire_len = wire_len;
+    utls_seqpred_add_anchor(c->pred, &a);
+    c->chain_off = offset + wire_len;
+    c->chain_seq = seq + 1;
+    if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
+        utls_ready_record rr;
+
+        rr.seq = seq;
+        rr.gen = c->gen;
+        rr.offset = offset;
+        rr.wire_len = wire_len;
+        rr.arrival_ns = arrival_ns;
+        rr.len = pt_len;
+        rr.data = NULL;
+        rr.buf = NULL;
+        rr.buf_is_scratch = 0;
+        rr.store_epoch = utls_store_epoch(c);
+        if (!ready_add(c, &rr, pt))
+            c->stats.bytes_dropped += wire_len;
+    }
+    if (c->cleanse_plaintext)
+        OPENSSL_cleanse(c->scratch, wire_len);
+    /* A handshake record (a KeyUpdate) or an alert: what follows may be
+     * under another key, or nothing. */
+    return type == SSL3_RT_APPLICATION_DATA;
+}
+
+/*
+ * utls_chain_run is the fast path for the fragment at |offset|: when it lies
+ * at or past the chain cursor in the run that holds the cursor (bytes
+ * arriving at the end of a run of verified records), the records completed
+ * at the cursor are verified one after the other, each with its one
+ * candidate, and nothing is scanned. Returns 1 if that handled the fragment,
+ * 0 if the general path must (the chain is then synced or dropped). Anything
+ * unusual is left to the general path: a fragment before the cursor or in
+ * another run, a header at the cursor the cipher cannot produce, a record
+ * that does not verify, the in-order point past the cursor, a key that may
+ * have changed, explicit record numbers.
+ */
+static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns)
+{
+    utls_reasm_run run;
+    int verified = 0;
+
+    if (!c->chain_valid || !c->tls13 || c->next_seen || c->ern_tokens_ready
+        || offset < c->chain_off || c->chain_off < c->next_offset
+        || !utls_reasm_find_run(c->store, &run, c->chain_off)
+        || offset >= run.offset + run.len)
+        return 0;
+    for (;;) {
+        uint64_t avail = run.offset + run.len - c->chain_off;
+        const unsigned char *h = run.data + (c->chain_off - run.offset);
+        size_t len;
+
+        if (avail < SSL3_RT_HEADER_LENGTH)
+            break; /* the next header is not here yet */
+        len = ((size_t)h[3] << 8) | h[4];
+        /* RFC 8446 5.1: TLSCiphertext.opaque_type is application_data (23)
+         * and legacy_record_version 0x0303; the length within the cipher's
+         * bounds (the scan profile). Anything else breaks the chain. */
+        if (h[0] != SSL3_RT_APPLICATION_DATA || h[1] != (TLS1_2_VERSION >> 8)
+            || h[2] != (TLS1_2_VERSION & 0xff) || len < c->chain_min_len
+            || len > c->chain_max_len) {
+            utls_chain_drop(c);
+            return 0;
+        }
+        if (avail < SSL3_RT_HEADER_LENGTH + len)
+            break; /* the record is not whole yet */
+        if (!utls_chain_verify(s, c, h, SSL3_RT_HEADER_LENGTH + len, arrival_ns)) {
+            utls_chain_drop(c);
+            return 0;
+        }
+        verified = 1;
+    }
+    /* As in the general path: a new anchor pins the numbers of headers
+     * whose candidates failed. */
+    if (verified && c->num_failed > 0) {
+        while (failed_retry(s, c, arrival_ns))
+            continue;
+    }
+    return 1;
+}
+
 /* utls_process_run scans the run holding |offset| and tries every header. */
 static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns)
 {
@@ -776,6 +943,9 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
     size_t n, i;
     int again;
 
+    if (utls_chain_run(s, c, offset, arrival_ns))
+        return;
+    utls_chain_sync(c);
     do {
         utls_scan_result sr;
 
@@ -1315,6 +1485,7 @@ void utls_hook_read_key_changed(SSL *s)
     c->gen_ready = 0;
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
+    c->chain_valid = 0; /* the scanner it was synced with is gone */
     /* With a shared store the bytes the reader has not taken stay held there
      * too; the pass is cheap when nothing is held (one sync of the noted
      * in-order records). */
