@@ -448,6 +448,7 @@ static int seg_new(BIO *b)
      * their first values (seg_push): the SSL may read fragments from it in
      * place. Not the tap's store (utls_segstore_new). */
     c->sig.store = c->ooo;
+    c->sig.events = c;
     BIO_set_data(b, c);
     BIO_set_init(b, 1);
     return 1;

@@ -80,6 +80,12 @@ typedef struct {
      * verified out of order is only trusted to match the in-order stream
      * while this is unchanged. */
     uint64_t store_epoch;
+    /* The store whose fragment events UTLS_BIO_CTRL_NEXT_FRAGMENT hands out,
+     * when taking one needs nothing else from the BIO (the segment and uTCP
+     * BIOs): the SSL takes them with utls_segstore_take_event(), without a
+     * BIO_ctrl() per fragment. NULL for the tap, which reads its capture
+     * ring first. */
+    utls_segstore *events;
 } utls_bio_signals;
 
 typedef struct {
@@ -221,6 +227,10 @@ struct utls_conn_st {
     uint64_t gen_start_offset;  /* first record of gen */
     int ooo_possible;
     int tls13, aead, explicit_nonce;
+    /* A failed tag check of the read cipher pushes nothing onto OpenSSL's
+     * error queue (TLS 1.3 AES-GCM of the default provider), so a probe
+     * needs no error-queue mark (utls_probe). */
+    int probe_quiet_failure;
 
     /* The out-of-order side. |store| is where fragments past a hole are read
      * from: the read BIO's own store when it shares one (|store_shared|,

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/provider.h>
 
 #include "utls_local.h"
 
@@ -444,6 +445,20 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
         utls_seqpred_add_origin(c->pred, c->gen_start_offset, PRED_SEQ(0));
     c->probe_budget = UTLS_PROBE_BUDGET_BURST;
     utls_search_setup(s, c);
+    /*
+     * AES-GCM of the default provider reports a tag mismatch by its return
+     * value alone (providers/implementations/ciphers/ciphercommon_gcm.c,
+     * gcm_cipher_internal: "goto err" without ERR_raise), and tls13_enc()
+     * returns 0 for it without SSLfatal. Other ciphers and providers keep the
+     * error-queue mark around every probe.
+     */
+    {
+        const OSSL_PROVIDER *prov = ciph != NULL ? EVP_CIPHER_get0_provider(ciph) : NULL;
+        const char *pname = prov != NULL ? OSSL_PROVIDER_get0_name(prov) : NULL;
+
+        c->probe_quiet_failure = c->tls13 && mode == EVP_CIPH_GCM_MODE && pname != NULL
+            && strcmp(pname, "default") == 0;
+    }
     c->ooo_possible = 1;
     c->stats.fallback = UTLS_FALLBACK_NONE;
     return 1;
@@ -1042,6 +1057,16 @@ static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *
         || utls_reasm_num_fragments(c->store) > c->limits.max_fragments;
 }
 
+/* utls_next_fragment takes the read BIO's next fragment event into |*f|:
+ * straight from its store when its signals name one, else through
+ * BIO_ctrl(). Returns 1 if there was one. */
+static int utls_next_fragment(SSL *s, utls_conn *c, utls_bio_fragment *f)
+{
+    if (c->sig_bio == s->rbio && c->sig != NULL && c->sig->events != NULL)
+        return utls_segstore_take_event(c->sig->events, f);
+    return BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, f) == 1;
+}
+
 /* utls_pump takes every fragment the read BIO has and processes it. Called
  * only when the BIO is not known to be quiet or a rescan is due. */
 static void utls_pump(SSL *s, utls_conn *c)
@@ -1078,7 +1103,7 @@ static void utls_pump(SSL *s, utls_conn *c)
          * for those bytes missing. Records found are stamped with the latest
          * arrival of the batch (never earlier than their last byte came).
          */
-        while (n < UTLS_SCAN_BATCH && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, &f) == 1) {
+        while (n < UTLS_SCAN_BATCH && utls_next_fragment(s, c, &f)) {
             c->stats.fragments++;
             if (!ok)
                 continue; /* drained: nothing can be delivered early */
