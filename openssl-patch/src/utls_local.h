@@ -47,6 +47,10 @@ void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset);
 uint64_t utls_segstore_inorder_end(const utls_segstore *c);
 /* utls_segstore_num_events: fragments waiting to be taken. */
 size_t utls_segstore_num_events(const utls_segstore *c);
+/* utls_segstore_read_would_block returns 1 if BIO_read() of the segment BIO
+ * on |c| would return -1 with the retry flag set: no in-order byte and no
+ * end of stream. */
+int utls_segstore_read_would_block(const utls_segstore *c);
 #define UTLS_BIO_CTRL_NEXT_FRAGMENT 0x7574 /* "ut" */
 #define UTLS_BIO_CTRL_READ_OFFSET 0x7575
 /* UTLS_BIO_CTRL_TAKE_WAKEUP: returns 1 (and forgets it) if the last read
@@ -86,6 +90,10 @@ typedef struct {
      * BIO_ctrl() per fragment. NULL for the tap, which reads its capture
      * ring first. */
     utls_segstore *events;
+    /* Set by the segment BIO alone, whose BIO_read() only returns what the
+     * caller pushed: when utls_segstore_read_would_block(events) says so,
+     * the SSL may report SSL_ERROR_WANT_READ without the call. */
+    int read_is_push_only;
 } utls_bio_signals;
 
 typedef struct {

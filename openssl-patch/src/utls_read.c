@@ -1376,6 +1376,22 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     while (c->num_ready > 0 && c->ready[0].gen < c->gen)
         ready_remove(c, 0); /* records of an older key were read in order */
     if (c->num_ready == 0) {
+        /* Before the in-order read (not after it failed: SSL_READING), with
+         * no in-order byte in the segment BIO and none in OpenSSL's buffer,
+         * that read could only fail with the retry flag: say so without it.
+         * After a record delivered out of order the application's next read
+         * comes here. */
+        if (s->rwstate == SSL_NOTHING && c->sig_bio == s->rbio && c->sig != NULL
+            && c->sig->read_is_push_only
+            && utls_segstore_read_would_block(c->sig->events)
+            && SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer)) == 0
+            && RECORD_LAYER_get_packet_length(&s->rlayer) == 0) {
+            BIO_clear_retry_flags(s->rbio);
+            BIO_set_retry_read(s->rbio);
+            s->rwstate = SSL_READING;
+            *out_ret = -1;
+            return UTLS_HOOK_HANDLED;
+        }
         /* A blocking fragment source woke the read for fragments that
          * completed no record: go back to waiting in order. */
         if (s->rbio != NULL
