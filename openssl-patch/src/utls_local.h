@@ -162,6 +162,11 @@ typedef struct {
     uint64_t *epoch;    /* the shared store's epoch when it was verified, or
                          * UTLS_NO_EPOCH (see utls_hook_skip_decrypt) */
     size_t n;
+    /* The four arrays live in |mem| (owned; UTLS_MAX_DELIVERED_AHEAD entries
+     * each) from entry |first| on: the in-order path takes entries from the
+     * front, which only moves |first| (no memmove per record). */
+    void *mem;
+    size_t first;
 } utls_seqset;
 /* An epoch no shared store has: the record's bytes are compared or decrypted
  * in order, never skipped unseen. */

@@ -68,28 +68,46 @@ static int seqset_contains(const utls_seqset *set, uint64_t seq)
     return i < set->n && set->v[i] == seq;
 }
 
+/* seqset_point sets the arrays' pointers to entry |first| of |set|'s
+ * memory: sequence numbers, offsets and epochs (uint64_t), then lengths. */
+static void seqset_point(utls_seqset *set, size_t first)
+{
+    uint64_t *m = set->mem;
+
+    set->first = first;
+    set->v = m + first;
+    set->off = m + UTLS_MAX_DELIVERED_AHEAD + first;
+    set->epoch = m + 2 * UTLS_MAX_DELIVERED_AHEAD + first;
+    set->wire_len = (size_t *)(void *)(m + 3 * UTLS_MAX_DELIVERED_AHEAD) + first;
+}
+
 static int seqset_add(utls_seqset *set, uint64_t seq, uint64_t off, size_t wire_len,
                       uint64_t epoch)
 {
     size_t i, tail;
 
-    if (set->v == NULL) {
-        set->v = OPENSSL_malloc(sizeof(*set->v) * UTLS_MAX_DELIVERED_AHEAD);
-        set->off = OPENSSL_malloc(sizeof(*set->off) * UTLS_MAX_DELIVERED_AHEAD);
-        set->wire_len = OPENSSL_malloc(sizeof(*set->wire_len) * UTLS_MAX_DELIVERED_AHEAD);
-        set->epoch = OPENSSL_malloc(sizeof(*set->epoch) * UTLS_MAX_DELIVERED_AHEAD);
-        if (set->v == NULL || set->off == NULL || set->wire_len == NULL || set->epoch == NULL) {
-            OPENSSL_free(set->v);
-            OPENSSL_free(set->off);
-            OPENSSL_free(set->wire_len);
-            OPENSSL_free(set->epoch);
-            set->v = set->off = set->epoch = NULL;
-            set->wire_len = NULL;
+    if (set->mem == NULL) {
+        set->mem = OPENSSL_malloc(UTLS_MAX_DELIVERED_AHEAD
+                                  * (3 * sizeof(uint64_t) + sizeof(size_t)));
+        if (set->mem == NULL)
             return 0;
-        }
+        set->n = 0;
+        seqset_point(set, 0);
     }
     if (set->n == UTLS_MAX_DELIVERED_AHEAD)
         return 0;
+    if (set->first + set->n == UTLS_MAX_DELIVERED_AHEAD) {
+        /* The end of the memory: the entries move to its start, once per
+         * UTLS_MAX_DELIVERED_AHEAD - n entries taken from the front. */
+        uint64_t *v = set->v, *o = set->off, *e = set->epoch;
+        size_t *w = set->wire_len;
+
+        seqset_point(set, 0);
+        memmove(set->v, v, set->n * sizeof(*set->v));
+        memmove(set->off, o, set->n * sizeof(*set->off));
+        memmove(set->epoch, e, set->n * sizeof(*set->epoch));
+        memmove(set->wire_len, w, set->n * sizeof(*set->wire_len));
+    }
     i = seqset_lower(set, seq);
     tail = set->n - i;
     memmove(&set->v[i + 1], &set->v[i], tail * sizeof(*set->v));
@@ -109,6 +127,15 @@ static int seqset_add(utls_seqset *set, uint64_t seq, uint64_t off, size_t wire_
 static void seqset_remove(utls_seqset *set, size_t at, size_t count)
 {
     size_t rest = set->n - at - count;
+
+    if (count == 0)
+        return;
+    if (at == 0) {
+        /* From the front (the in-order path passing records): no move. */
+        set->n -= count;
+        seqset_point(set, set->n == 0 ? 0 : set->first + count);
+        return;
+    }
 
     memmove(&set->v[at], &set->v[at + count], rest * sizeof(*set->v));
     memmove(&set->off[at], &set->off[at + count], rest * sizeof(*set->off));
@@ -1063,7 +1090,7 @@ static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *
 static int utls_next_fragment(SSL *s, utls_conn *c, utls_bio_fragment *f)
 {
     if (c->sig_bio == s->rbio && c->sig != NULL && c->sig->events != NULL)
-        return utls_segstore_take_event(c->sig->events, f);
+        return c->sig->pending != 0 && utls_segstore_take_event(c->sig->events, f);
     return BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, f) == 1;
 }
 
