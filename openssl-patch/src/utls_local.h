@@ -271,6 +271,12 @@ struct utls_conn_st {
     uint64_t chain_seq;
     uint64_t chain_synced;
     size_t chain_min_len, chain_max_len;
+    /* The last record the fast path verified, added to the predictor as an
+     * anchor by utls_chain_sync: the records before it in the chain add
+     * nothing (the gap between two anchors that a chain fills exactly tells
+     * the predictor no more than its two ends). */
+    utls_seqpred_record chain_anchor;
+    int chain_anchor_pending;
     /* A private copy of the read cipher context, taken when the key is
      * installed and reused by every probe of that key. Taken later, it could
      * share the provider's MAC buffer with the real context: 3.0's cipher

@@ -449,6 +449,7 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     c->scan = utls_scan_new(&prof, c->next_offset);
     /* A new scanner knows no chain. */
     c->chain_valid = 0;
+    c->chain_anchor_pending = 0;
     c->chain_off = c->chain_synced = 0;
     c->chain_min_len = min_len;
     c->chain_max_len = max_len;
@@ -524,6 +525,9 @@ static void utls_chain_sync(utls_conn *c)
     if (c->chain_valid && c->chain_off > c->chain_synced && c->scan != NULL)
         (void)utls_scan_confirm(c->scan, c->chain_synced, (size_t)(c->chain_off - c->chain_synced));
     c->chain_synced = c->chain_off;
+    if (c->chain_anchor_pending && c->pred != NULL)
+        utls_seqpred_add_anchor(c->pred, &c->chain_anchor);
+    c->chain_anchor_pending = 0;
 }
 
 /* utls_chain_set puts the chain cursor after the record of |wire_len| bytes
@@ -892,10 +896,15 @@ static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, si
             c->stats.soft_failures++;
         return 0;
     }
+    /* The anchor waits for utls_chain_sync. The next record's plausibility
+     * check does not need it: between the last anchor and the cursor lie
+     * only the chain's records, whose count and sizes fit that gap exactly
+     * as the check requires. */
     a.offset = offset;
     a.seq = PRED_SEQ(seq);
     a.wire_len = wire_len;
-    utls_seqpred_add_anchor(c->pred, &a);
+    c->chain_anchor = a;
+    c->chain_anchor_pending = 1;
     c->chain_off = offset + wire_len;
     c->chain_seq = seq + 1;
     if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
@@ -1554,6 +1563,7 @@ void utls_hook_read_key_changed(SSL *s)
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
     c->chain_valid = 0; /* the scanner it was synced with is gone */
+    c->chain_anchor_pending = 0; /* numbered under the old key */
     /* With a shared store the bytes the reader has not taken stay held there
      * too; the pass is cheap when nothing is held (one sync of the noted
      * in-order records). */
