@@ -680,6 +680,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     /* Records below the in-order point's sequence number were processed in
      * order; the next key's numbering starts at 0. */
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
+    uint64_t tried = 0; /* a candidate tried before the ranking (shifted) */
     size_t limit = *allowance, n, i;
 
     /* A peer that may number its records: cheap one-block tests first, over
@@ -708,6 +709,20 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
         }
     }
     if (pred != NULL && utls_seqpred_num_anchors(pred) > 0) {
+        /* The first record past a hole: when the predictor knows its most
+         * likely number without ranking the rest (all sizes seen so far
+         * equal, the gap a multiple of it), that one is tried first, and the
+         * ranking is made only if it fails. */
+        if (c->search == NULL && limit > 0 && utls_seqpred_first_candidate(pred, q, &tried)
+            && tried != 0) {
+            int r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, tried - 1, 0,
+                                          allowance);
+
+            if (r != 0)
+                return r > 0;
+        } else {
+            tried = 0;
+        }
         n = utls_seqpred_candidates(pred, cands, limit, q);
     } else if (next_key) {
         /* Nothing verified under the next key yet: the KeyUpdate lies
@@ -746,8 +761,8 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     for (i = 0; i < n; i++) {
         int r;
 
-        if (cands[i] == 0)
-            continue; /* the virtual origin record */
+        if (cands[i] == 0 || cands[i] == tried)
+            continue; /* the virtual origin record, or tried above */
         if (*allowance == 0)
             break;
         r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, cands[i] - 1, 0,
