@@ -13,6 +13,10 @@
  * on each side of the most likely value, then sorted by likelihood. */
 #define SEQPRED_WINDOW_FACTOR 2
 
+/* SEQPRED_CONSTANT_VAR: below this size variance (a standard deviation of
+ * half a byte) the recent record sizes count as one size. */
+#define SEQPRED_CONSTANT_VAR 0.25
+
 struct utls_seqpred {
     utls_seqpred_config config;
     utls_seqpred_record anchors[UTLS_SEQPRED_MAX_ANCHORS]; /* sorted by offset */
@@ -424,6 +428,17 @@ int utls_seqpred_first_candidate(const utls_seqpred *sp, const utls_seqpred_quer
         return 1;
     } else if (sp->num_observed >= 2 && sp->min_seen == sp->max_seen) {
         l = sp->min_seen;
+    } else if (sp->num_observed >= SEQPRED_EWMA_SAMPLES && i == sp->num_anchors
+               && sp->var < SEQPRED_CONSTANT_VAR) {
+        /* The recent sizes are one size (earlier ones, a handshake's or a
+         * first message's, have decayed out of the statistics): with only
+         * an anchor below, the ranking's best is the gap over that size,
+         * by a margin of about 1/(2k * 1e-4) in score over its neighbours
+         * (the variance floor in utls_seqpred_candidates). */
+        l = (uint64_t)(sp->mean + 0.5);
+        if (l == 0) {
+            return 0;
+        }
     } else {
         return 0;
     }

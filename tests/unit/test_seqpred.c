@@ -385,6 +385,27 @@ static void test_seqpred_first_candidate_matches_ranking(void **state)
     assert_int_equal(utls_seqpred_candidates(sp, cands, 16, &q), 1);
     assert_int_equal(cands[0], 101);
     utls_seqpred_free(sp);
+
+    /* Sizes that differed at first and are one size since: the recent size
+     * decides, as it does the ranking's first place. */
+    sp = utls_seqpred_new(NULL);
+    for (size_t n = 0; n < 3; n++) {
+        utls_seqpred_observe(sp, 300 + 100 * n);
+    }
+    for (uint64_t i = 0; i < 600; i++) {
+        utls_seqpred_record r = rec(i * 1448, i, 1448);
+        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    }
+    for (uint64_t k = 1; k < 80; k++) {
+        q = query((600 + k) * 1448, 1448);
+        assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
+        assert_int_equal(first, 600 + k);
+        assert_true(utls_seqpred_candidates(sp, cands, 16, &q) > 0);
+        assert_int_equal(cands[0], first);
+    }
+    q = query(700 * 1448 + 724, 1448); /* half a record off: ranked */
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
+    utls_seqpred_free(sp);
 }
 
 int main(void)

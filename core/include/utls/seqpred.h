@@ -143,8 +143,9 @@ size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
  * utls_seqpred_candidates would write first for |q| and returns 1, when that
  * one is known without ranking the others: the record's own number, an
  * anchor at the same offset, a single feasible
- * number, a declared constant size, or all observed sizes equal and the gap a
- * whole multiple of it. Returns 0 otherwise (rank them all). Does not count
+ * number, a declared constant size, or all observed sizes (or, with only an
+ * anchor below, all recent ones) equal and the gap a whole multiple of that
+ * size. Returns 0 otherwise (rank them all). Does not count
  * a query in the statistics. */
 int utls_seqpred_first_candidate(const utls_seqpred *sp, const utls_seqpred_query *q,
                                  uint64_t *out_seq);
