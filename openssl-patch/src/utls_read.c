@@ -897,8 +897,15 @@ static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, si
     size_t pt_len;
     int type, r;
 
-    if (seq < utls_inorder_seq(s) || seqset_contains(&c->ahead, seq)
-        || ready_find(c, c->gen, seq) >= 0
+    /* Known already? The chain runs at the front: a number above the
+     * highest delivered and the highest ready one needs no search. */
+    if (seq < utls_inorder_seq(s)
+        || (c->ahead.n > 0 && c->ahead.v[c->ahead.n - 1] >= seq
+            && seqset_contains(&c->ahead, seq))
+        || (c->num_ready > 0 && (c->ready[c->num_ready - 1].gen > c->gen
+                                 || (c->ready[c->num_ready - 1].gen == c->gen
+                                     && c->ready[c->num_ready - 1].seq >= seq))
+            && ready_find(c, c->gen, seq) >= 0)
         || !utls_seqpred_plausible(c->pred, offset, wire_len, PRED_SEQ(seq))
         || c->probe_budget < 1)
         return 0;
