@@ -16,7 +16,9 @@
  *     win), with genuine and with forged bytes past the chain;
  *   - a KeyUpdate inside a chain: the records after it are under the next
  *     key and are still delivered early;
- *   - a chain that meets the hole filling, and a new hole after it.
+ *   - a chain that meets the hole filling, and a new hole after it;
+ *   - the read after a record delivered out of order: SSL_ERROR_WANT_READ
+ *     without an in-order read, but not at the end of the stream.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -438,6 +440,55 @@ static void test_chain_meets_hole_filling(void **state)
     chain_free(&ch);
 }
 
+/* read_fails_at_end reads and expects the failure of stock OpenSSL at an
+ * unexpected end of stream, not SSL_ERROR_WANT_READ. */
+static void read_fails_at_end(chain *ch)
+{
+    uint8_t buf[16384];
+    size_t n;
+    int err;
+
+    assert_false(UTLS_read_record(ch->p.s, buf, sizeof(buf), &n, NULL));
+    err = SSL_get_error(ch->p.s, 0);
+    assert_true(err == SSL_ERROR_SSL || err == SSL_ERROR_SYSCALL);
+    ERR_clear_error();
+}
+
+/*
+ * After a record delivered out of order (or a read that found nothing) the
+ * next read reports SSL_ERROR_WANT_READ without an in-order read attempt
+ * while nothing can be read in order, with the BIO's retry flag set as
+ * BIO_read() would set it. The end of the stream is not "nothing": once the
+ * in-order stream reaches it, the read fails as stock OpenSSL's does.
+ */
+static void test_chain_end_of_stream_after_chain(void **state)
+{
+    chain ch;
+
+    (void)state;
+    chain_new(&ch, 3);
+    push(&ch, 1);
+    read_record(&ch, 1, 1, 0);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    assert_true(BIO_should_read(ch.p.seg));
+    assert_int_equal(UTLS_BIO_segment_push_eof(ch.p.seg, ch.off[2]), 1);
+    read_fails(&ch, SSL_ERROR_WANT_READ); /* record 0 is still missing */
+    push(&ch, 0);
+    read_record(&ch, 0, 0, 0);
+    read_fails_at_end(&ch);
+    chain_free(&ch);
+
+    /* The end of the stream arriving while the reader waits. */
+    chain_new(&ch, 2);
+    push(&ch, 0);
+    read_record(&ch, 0, 0, 0);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    assert_int_equal(UTLS_BIO_segment_push_eof(ch.p.seg, ch.off[1]), 1);
+    read_fails_at_end(&ch);
+    chain_free(&ch);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -463,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_chain_overlap_forged_next),
         cmocka_unit_test(test_chain_key_update_inside),
         cmocka_unit_test(test_chain_meets_hole_filling),
+        cmocka_unit_test(test_chain_end_of_stream_after_chain),
     };
 
     return cmocka_run_group_tests_name("chain", tests, setup, teardown);
