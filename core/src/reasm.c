@@ -272,6 +272,22 @@ utls_reasm_result utls_reasm_insert(utls_reasm *r, uint64_t offset, const uint8_
         }
     }
 
+    /* The common case past a hole: the fragment continues the highest run
+     * exactly (the segments after a loss arrive in order). Its buffer grows
+     * in place; no tree operation, nothing to compare. */
+    utls_itree_node *top = utls_itree_max(&r->runs);
+    if (top != NULL && top->end == offset) {
+        if (reasm_grow(r, top, (size_t)(end - top->start)) == NULL) {
+            return UTLS_REASM_ERROR;
+        }
+        memcpy(top->buf + top->head + (size_t)(offset - top->start), data, (size_t)(end - offset));
+        top->end = end;
+        r->bytes_held += (size_t)(end - offset);
+        r->stats.bytes_new += end - offset;
+        r->stats.bytes_evicted += reasm_evict_far_end(r);
+        return UTLS_REASM_STORED;
+    }
+
     /* Find every run that overlaps or touches [offset, end]. */
     utls_itree_node *pred = utls_itree_find_le(&r->runs, offset);
     uint64_t lo = (pred != NULL && pred->end >= offset) ? pred->start : offset;
@@ -393,7 +409,14 @@ int utls_reasm_advance(utls_reasm *r, uint64_t inorder_offset)
     if (inorder_offset < r->inorder) {
         return 0;
     }
+    /* Nothing is held below the in-order point (inserts clip to it), so
+     * unless the lowest run starts below the new point, there is nothing to
+     * trim: no tree operation (this runs on every segment BIO insert). */
+    const utls_itree_node *low = utls_itree_min(&r->runs);
     r->inorder = inorder_offset;
+    if (low == NULL || low->start >= inorder_offset) {
+        return 1;
+    }
     r->bytes_held -= (size_t)utls_itree_trim_below(&r->runs, NULL, inorder_offset);
     return 1;
 }

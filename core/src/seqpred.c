@@ -13,6 +13,10 @@
  * on each side of the most likely value, then sorted by likelihood. */
 #define SEQPRED_WINDOW_FACTOR 2
 
+/* SEQPRED_CONSTANT_VAR: below this size variance (a standard deviation of
+ * half a byte) the recent record sizes count as one size. */
+#define SEQPRED_CONSTANT_VAR 0.25
+
 struct utls_seqpred {
     utls_seqpred_config config;
     utls_seqpred_record anchors[UTLS_SEQPRED_MAX_ANCHORS]; /* sorted by offset */
@@ -328,6 +332,134 @@ static size_t seqpred_emit_sure(uint64_t *out_seqs, size_t num, size_t cap, size
  * fifth. */
 #define SEQPRED_TRUST_SAMPLES 32
 
+/* seqpred_range finds the anchors below and above |q|'s offset (either may
+ * be NULL), the gaps to them and the feasible sequence numbers [lo, hi].
+ * Returns 0 if no number is feasible (or |q| lies inside an anchor). The
+ * caller has handled an anchor at the same offset and checked the bounds. */
+static int seqpred_range(const utls_seqpred *sp, const utls_seqpred_query *q, size_t i,
+                         uint64_t *out_gap_below, uint64_t *out_gap_above, uint64_t *out_lo,
+                         uint64_t *out_hi)
+{
+    const uint64_t minw = sp->config.min_wire_len;
+    const uint64_t maxw = sp->config.max_wire_len;
+    const utls_seqpred_record *below = i > 0 ? &sp->anchors[i - 1] : NULL;
+    const utls_seqpred_record *above = i < sp->num_anchors ? &sp->anchors[i] : NULL;
+    uint64_t lo = 0;
+    uint64_t hi = UINT64_MAX - 1;
+
+    *out_gap_below = 0;
+    *out_gap_above = 0;
+    if (below != NULL) {
+        uint64_t end = below->offset + below->wire_len;
+        if (end > q->offset) {
+            return 0; /* inside an authenticated record */
+        }
+        uint64_t gap = q->offset - end;
+        uint64_t kmin = (gap + maxw - 1) / maxw;
+        uint64_t kmax = gap / minw;
+        if (kmin > kmax || below->seq >= UINT64_MAX - 1 - kmax) {
+            return 0;
+        }
+        lo = below->seq + 1 + kmin;
+        hi = below->seq + 1 + kmax;
+        *out_gap_below = gap;
+    }
+    if (above != NULL) {
+        uint64_t end = q->offset + q->wire_len;
+        if (end > above->offset) {
+            return 0; /* would overlap an authenticated record */
+        }
+        uint64_t gap = above->offset - end;
+        uint64_t kmin = (gap + maxw - 1) / maxw;
+        uint64_t kmax = gap / minw;
+        if (kmin > kmax || above->seq < 1 + kmin) {
+            return 0;
+        }
+        uint64_t a_hi = above->seq - 1 - kmin;
+        uint64_t a_lo = above->seq - 1 < kmax ? 0 : above->seq - 1 - kmax;
+        lo = a_lo > lo ? a_lo : lo;
+        hi = a_hi < hi ? a_hi : hi;
+        *out_gap_above = gap;
+    }
+    if (lo > hi) {
+        return 0;
+    }
+    *out_lo = lo;
+    *out_hi = hi;
+    return 1;
+}
+
+int utls_seqpred_first_candidate(const utls_seqpred *sp, const utls_seqpred_query *q,
+                                 uint64_t *out_seq)
+{
+    const uint64_t minw = sp->config.min_wire_len;
+    const uint64_t maxw = sp->config.max_wire_len;
+    uint64_t gap_below, gap_above, lo, hi, l, seq;
+
+    /* The same order as utls_seqpred_candidates. */
+    if (q->has_record_number) {
+        *out_seq = q->record_number;
+        return 1;
+    }
+    if (q->wire_len < minw || q->wire_len > maxw ||
+        (uint64_t)q->wire_len > UINT64_MAX - q->offset) {
+        return 0;
+    }
+    if (sp->config.nonce_delta && sp->delta_known && !sp->delta_broken && q->has_nonce) {
+        return 0; /* the nonce's candidate and the anchors': rank them */
+    }
+    size_t i = seqpred_lower_index(sp, q->offset);
+    if (i < sp->num_anchors && sp->anchors[i].offset == q->offset) {
+        if (sp->anchors[i].wire_len != q->wire_len) {
+            return 0;
+        }
+        *out_seq = sp->anchors[i].seq;
+        return 1;
+    }
+    if (sp->num_anchors == 0 ||
+        !seqpred_range(sp, q, i, &gap_below, &gap_above, &lo, &hi)) {
+        return 0;
+    }
+    int has_below = i > 0;
+    if (sp->config.constant_wire_len != 0) {
+        l = sp->config.constant_wire_len;
+    } else if (lo == hi) {
+        *out_seq = lo;
+        return 1;
+    } else if (sp->num_observed >= 2 && sp->min_seen == sp->max_seen) {
+        l = sp->min_seen;
+    } else if (sp->num_observed >= SEQPRED_EWMA_SAMPLES && i == sp->num_anchors
+               && sp->var < SEQPRED_CONSTANT_VAR) {
+        /* The recent sizes are one size (earlier ones, a handshake's or a
+         * first message's, have decayed out of the statistics): with only
+         * an anchor below, the ranking's best is the gap over that size,
+         * by a margin of about 1/(2k * 1e-4) in score over its neighbours
+         * (the variance floor in utls_seqpred_candidates). */
+        l = (uint64_t)(sp->mean + 0.5);
+        if (l == 0) {
+            return 0;
+        }
+    } else {
+        return 0;
+    }
+    if (has_below) {
+        if (gap_below % l != 0) {
+            return 0;
+        }
+        seq = sp->anchors[i - 1].seq + 1 + gap_below / l;
+    } else {
+        if (gap_above % l != 0) {
+            return 0;
+        }
+        seq = sp->anchors[i].seq - 1 - gap_above / l;
+    }
+    if (seq < lo || seq > hi) {
+        return 0;
+    }
+    *out_seq = seq;
+    return 1;
+}
+
 size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
                                const utls_seqpred_query *q)
 {
@@ -381,41 +513,11 @@ size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
     }
 
     /* Feasible range [lo, hi] of sequence numbers, from both directions. */
-    uint64_t lo = 0;
-    uint64_t hi = UINT64_MAX - 1;
-    uint64_t gap_below = 0;
-    uint64_t gap_above = 0;
-    if (below != NULL) {
-        uint64_t end = below->offset + below->wire_len;
-        if (end > q->offset) {
-            return 0; /* inside an authenticated record */
-        }
-        gap_below = q->offset - end;
-        uint64_t kmin = (gap_below + maxw - 1) / maxw;
-        uint64_t kmax = gap_below / minw;
-        if (kmin > kmax || below->seq >= UINT64_MAX - 1 - kmax) {
-            return 0;
-        }
-        lo = below->seq + 1 + kmin;
-        hi = below->seq + 1 + kmax;
-    }
-    if (above != NULL) {
-        uint64_t end = q->offset + q->wire_len;
-        if (end > above->offset) {
-            return 0; /* would overlap an authenticated record */
-        }
-        gap_above = above->offset - end;
-        uint64_t kmin = (gap_above + maxw - 1) / maxw;
-        uint64_t kmax = gap_above / minw;
-        if (kmin > kmax || above->seq < 1 + kmin) {
-            return 0;
-        }
-        uint64_t a_hi = above->seq - 1 - kmin;
-        uint64_t a_lo = above->seq - 1 < kmax ? 0 : above->seq - 1 - kmax;
-        lo = a_lo > lo ? a_lo : lo;
-        hi = a_hi < hi ? a_hi : hi;
-    }
-    if (lo > hi) {
+    uint64_t lo;
+    uint64_t hi;
+    uint64_t gap_below;
+    uint64_t gap_above;
+    if (!seqpred_range(sp, q, i, &gap_below, &gap_above, &lo, &hi)) {
         return 0;
     }
 

@@ -409,6 +409,11 @@ size_t utls_segstore_num_events(const utls_segstore *c)
     return c->ev_count;
 }
 
+int utls_segstore_read_would_block(const utls_segstore *c)
+{
+    return c->inorder_len == 0 && !(c->eof_known && c->read_off >= c->eof_off);
+}
+
 /* --- BIO methods ------------------------------------------------------------ */
 
 static int utls_bio_puts(BIO *b, const char *str)
@@ -448,6 +453,7 @@ static int seg_new(BIO *b)
      * their first values (seg_push): the SSL may read fragments from it in
      * place. Not the tap's store (utls_segstore_new). */
     c->sig.store = c->ooo;
+    c->sig.events = c;
     BIO_set_data(b, c);
     BIO_set_init(b, 1);
     return 1;
@@ -459,6 +465,17 @@ static int seg_free(BIO *b)
         return 0;
     seg_ctx_free(BIO_get_data(b));
     BIO_set_data(b, NULL);
+    return 1;
+}
+
+static int seg_new_segment(BIO *b)
+{
+    seg_ctx *c;
+
+    if (!seg_new(b))
+        return 0;
+    c = BIO_get_data(b);
+    c->sig.read_is_push_only = 1;
     return 1;
 }
 
@@ -513,7 +530,7 @@ static int utcp_type = -1;
 static void seg_method_init(void)
 {
     seg_method = utls_bio_method_new(&seg_type, BIO_TYPE_SOURCE_SINK, "uTLS segment", seg_write,
-                                     seg_read, seg_ctrl, seg_new, seg_free);
+                                     seg_read, seg_ctrl, seg_new_segment, seg_free);
 }
 
 const BIO_METHOD *UTLS_BIO_s_segment(void)

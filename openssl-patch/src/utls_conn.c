@@ -222,14 +222,8 @@ void utls_conn_clear(utls_conn *c)
     utls_ooo_reset(c);
     utls_ready_clear(c);
     OPENSSL_free(c->ready);
-    OPENSSL_free(c->ahead.v);
-    OPENSSL_free(c->ahead.off);
-    OPENSSL_free(c->ahead.wire_len);
-    OPENSSL_free(c->ahead.epoch);
-    OPENSSL_free(c->next_ahead.v);
-    OPENSSL_free(c->next_ahead.off);
-    OPENSSL_free(c->next_ahead.wire_len);
-    OPENSSL_free(c->next_ahead.epoch);
+    OPENSSL_free(c->ahead.mem); /* the seqsets' arrays (utls_read.c) */
+    OPENSSL_free(c->next_ahead.mem);
     utls_seqpred_free(c->pred_next);
     EVP_CIPHER_CTX_free(c->probe_ctx);
     EVP_CIPHER_CTX_free(c->next_ctx);

@@ -47,6 +47,10 @@ void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset);
 uint64_t utls_segstore_inorder_end(const utls_segstore *c);
 /* utls_segstore_num_events: fragments waiting to be taken. */
 size_t utls_segstore_num_events(const utls_segstore *c);
+/* utls_segstore_read_would_block returns 1 if BIO_read() of the segment BIO
+ * on |c| would return -1 with the retry flag set: no in-order byte and no
+ * end of stream. */
+int utls_segstore_read_would_block(const utls_segstore *c);
 #define UTLS_BIO_CTRL_NEXT_FRAGMENT 0x7574 /* "ut" */
 #define UTLS_BIO_CTRL_READ_OFFSET 0x7575
 /* UTLS_BIO_CTRL_TAKE_WAKEUP: returns 1 (and forgets it) if the last read
@@ -80,6 +84,16 @@ typedef struct {
      * verified out of order is only trusted to match the in-order stream
      * while this is unchanged. */
     uint64_t store_epoch;
+    /* The store whose fragment events UTLS_BIO_CTRL_NEXT_FRAGMENT hands out,
+     * when taking one needs nothing else from the BIO (the segment and uTCP
+     * BIOs): the SSL takes them with utls_segstore_take_event(), without a
+     * BIO_ctrl() per fragment. NULL for the tap, which reads its capture
+     * ring first. */
+    utls_segstore *events;
+    /* Set by the segment BIO alone, whose BIO_read() only returns what the
+     * caller pushed: when utls_segstore_read_would_block(events) says so,
+     * the SSL may report SSL_ERROR_WANT_READ without the call. */
+    int read_is_push_only;
 } utls_bio_signals;
 
 typedef struct {
@@ -148,6 +162,11 @@ typedef struct {
     uint64_t *epoch;    /* the shared store's epoch when it was verified, or
                          * UTLS_NO_EPOCH (see utls_hook_skip_decrypt) */
     size_t n;
+    /* The four arrays live in |mem| (owned; UTLS_MAX_DELIVERED_AHEAD entries
+     * each) from entry |first| on: the in-order path takes entries from the
+     * front, which only moves |first| (no memmove per record). */
+    void *mem;
+    size_t first;
 } utls_seqset;
 /* An epoch no shared store has: the record's bytes are compared or decrypted
  * in order, never skipped unseen. */
@@ -238,6 +257,10 @@ struct utls_conn_st {
     uint64_t gen_start_offset;  /* first record of gen */
     int ooo_possible;
     int tls13, aead, explicit_nonce;
+    /* A failed tag check of the read cipher pushes nothing onto OpenSSL's
+     * error queue (TLS 1.3 AES-GCM of the default provider), so a probe
+     * needs no error-queue mark (utls_probe). */
+    int probe_quiet_failure;
 
     /* The out-of-order side. |store| is where fragments past a hole are read
      * from: the read BIO's own store when it shares one (|store_shared|,
@@ -249,6 +272,28 @@ struct utls_conn_st {
     int store_shared;
     utls_scan *scan;
     utls_seqpred *pred;
+    /*
+     * The chain fast path (utls_chain_run). Past a record of the current key
+     * that verified out of order, the next record's header is at |chain_off|
+     * and its number is |chain_seq|: when bytes arriving at the end of the
+     * run complete that record, it is verified with that one candidate, with
+     * no scan, no candidate ranking and no interval bookkeeping. The scanner
+     * knows of the records verified below |chain_synced|; those in
+     * [chain_synced, chain_off) were verified by the fast path and are
+     * confirmed to it in one call (utls_chain_sync) before it is next used.
+     * |chain_min_len|..|chain_max_len| are the scan profile's length bounds.
+     */
+    int chain_valid;
+    uint64_t chain_off;
+    uint64_t chain_seq;
+    uint64_t chain_synced;
+    size_t chain_min_len, chain_max_len;
+    /* The last record the fast path verified, added to the predictor as an
+     * anchor by utls_chain_sync: the records before it in the chain add
+     * nothing (the gap between two anchors that a chain fills exactly tells
+     * the predictor no more than its two ends). */
+    utls_seqpred_record chain_anchor;
+    int chain_anchor_pending;
     /* A private copy of the read cipher context, taken when the key is
      * installed and reused by every probe of that key. Taken later, it could
      * share the provider's MAC buffer with the real context: 3.0's cipher

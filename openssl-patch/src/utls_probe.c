@@ -25,6 +25,11 @@
 #include "utls-provider/be64.h"
 #define put_be64 utls_store_be64
 
+/* The bytes at the end of a TLS 1.3 record copied for the tag check: the
+ * longest tag of a TLS 1.3 AEAD (RFC 8446 5.2: AES-GCM, ChaCha20-Poly1305,
+ * AES-CCM; AES-CCM-8's is 8). */
+#define UTLS_PROBE_TAIL 16
+
 int utls_next_key_setup(SSL *s, utls_conn *c)
 {
     /* RFC 8446 7.2: application_traffic_secret_N+1 =
@@ -86,18 +91,33 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
     EVP_CIPHER_CTX *saved_ctx = s->enc_read_ctx;
     unsigned char saved_iv[EVP_MAX_IV_LENGTH];
     size_t mac_size = 0;
-    int ok = 0;
+    int ok = 0, mark = !c->probe_quiet_failure;
 
     if (wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN || saved_ctx == NULL
         || (next_key ? !c->next_valid : !c->probe_ctx_valid))
         return 0;
-    memcpy(c->scratch, wire, wire_len);
     memset(&rec, 0, sizeof(rec));
     memset(&macbuf, 0, sizeof(macbuf));
     rec.type = wire[0];
     rec.rec_version = ((unsigned int)wire[1] << 8) | wire[2];
     rec.length = rec.orig_len = wire_len - SSL3_RT_HEADER_LENGTH;
-    rec.input = rec.data = c->scratch + SSL3_RT_HEADER_LENGTH;
+    if (SSL_IS_TLS13(s) && rec.type == SSL3_RT_APPLICATION_DATA) {
+        /*
+         * tls13_enc() decrypts rec->input into rec->data and reads the tag
+         * from the end of rec->data: the ciphertext is read where it lies
+         * (the store), and only its last UTLS_PROBE_TAIL bytes, which hold
+         * the tag of any TLS 1.3 AEAD, are copied. The decryption overwrites
+         * the rest of scratch. Nothing writes through rec->input.
+         */
+        size_t tail = rec.length < UTLS_PROBE_TAIL ? rec.length : UTLS_PROBE_TAIL;
+
+        memcpy(c->scratch + wire_len - tail, wire + wire_len - tail, tail);
+        rec.input = (unsigned char *)wire + SSL3_RT_HEADER_LENGTH;
+        rec.data = c->scratch + SSL3_RT_HEADER_LENGTH;
+    } else {
+        memcpy(c->scratch, wire, wire_len);
+        rec.input = rec.data = c->scratch + SSL3_RT_HEADER_LENGTH;
+    }
 
     memcpy(saved_seq, rseq, SEQ_NUM_SIZE);
     put_be64(rseq, seq);
@@ -107,7 +127,10 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
         memcpy(saved_iv, s->read_iv, sizeof(saved_iv));
         memcpy(s->read_iv, c->next_iv, sizeof(saved_iv));
     }
-    ERR_set_mark();
+    /* A soft failure leaves the error queue as it was: with a mark, or for a
+     * cipher whose failed tag check pushes nothing (probe_quiet_failure). */
+    if (mark)
+        ERR_set_mark();
 
     if (s->read_hash != NULL && EVP_MD_CTX_get0_md(s->read_hash) != NULL) {
         int imac = EVP_MD_get_size(EVP_MD_CTX_get0_md(s->read_hash));
@@ -164,8 +187,10 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
 done:
     if (macbuf.alloced)
         OPENSSL_free(macbuf.mac);
-    OPENSSL_cleanse(md, sizeof(md));
-    ERR_pop_to_mark();
+    if (s->read_hash != NULL) /* only MAC ciphers write |md| */
+        OPENSSL_cleanse(md, sizeof(md));
+    if (mark)
+        ERR_pop_to_mark();
     memcpy(rseq, saved_seq, SEQ_NUM_SIZE);
     s->enc_read_ctx = saved_ctx;
     if (next_key) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/provider.h>
 
 #include "utls_local.h"
 
@@ -63,28 +64,46 @@ static int seqset_contains(const utls_seqset *set, uint64_t seq)
     return i < set->n && set->v[i] == seq;
 }
 
+/* seqset_point sets the arrays' pointers to entry |first| of |set|'s
+ * memory: sequence numbers, offsets and epochs (uint64_t), then lengths. */
+static void seqset_point(utls_seqset *set, size_t first)
+{
+    uint64_t *m = set->mem;
+
+    set->first = first;
+    set->v = m + first;
+    set->off = m + UTLS_MAX_DELIVERED_AHEAD + first;
+    set->epoch = m + 2 * UTLS_MAX_DELIVERED_AHEAD + first;
+    set->wire_len = (size_t *)(void *)(m + 3 * UTLS_MAX_DELIVERED_AHEAD) + first;
+}
+
 static int seqset_add(utls_seqset *set, uint64_t seq, uint64_t off, size_t wire_len,
                       uint64_t epoch)
 {
     size_t i, tail;
 
-    if (set->v == NULL) {
-        set->v = OPENSSL_malloc(sizeof(*set->v) * UTLS_MAX_DELIVERED_AHEAD);
-        set->off = OPENSSL_malloc(sizeof(*set->off) * UTLS_MAX_DELIVERED_AHEAD);
-        set->wire_len = OPENSSL_malloc(sizeof(*set->wire_len) * UTLS_MAX_DELIVERED_AHEAD);
-        set->epoch = OPENSSL_malloc(sizeof(*set->epoch) * UTLS_MAX_DELIVERED_AHEAD);
-        if (set->v == NULL || set->off == NULL || set->wire_len == NULL || set->epoch == NULL) {
-            OPENSSL_free(set->v);
-            OPENSSL_free(set->off);
-            OPENSSL_free(set->wire_len);
-            OPENSSL_free(set->epoch);
-            set->v = set->off = set->epoch = NULL;
-            set->wire_len = NULL;
+    if (set->mem == NULL) {
+        set->mem = OPENSSL_malloc(UTLS_MAX_DELIVERED_AHEAD
+                                  * (3 * sizeof(uint64_t) + sizeof(size_t)));
+        if (set->mem == NULL)
             return 0;
-        }
+        set->n = 0;
+        seqset_point(set, 0);
     }
     if (set->n == UTLS_MAX_DELIVERED_AHEAD)
         return 0;
+    if (set->first + set->n == UTLS_MAX_DELIVERED_AHEAD) {
+        /* The end of the memory: the entries move to its start, once per
+         * UTLS_MAX_DELIVERED_AHEAD - n entries taken from the front. */
+        uint64_t *v = set->v, *o = set->off, *e = set->epoch;
+        size_t *w = set->wire_len;
+
+        seqset_point(set, 0);
+        memmove(set->v, v, set->n * sizeof(*set->v));
+        memmove(set->off, o, set->n * sizeof(*set->off));
+        memmove(set->epoch, e, set->n * sizeof(*set->epoch));
+        memmove(set->wire_len, w, set->n * sizeof(*set->wire_len));
+    }
     i = seqset_lower(set, seq);
     tail = set->n - i;
     memmove(&set->v[i + 1], &set->v[i], tail * sizeof(*set->v));
@@ -104,6 +123,15 @@ static int seqset_add(utls_seqset *set, uint64_t seq, uint64_t off, size_t wire_
 static void seqset_remove(utls_seqset *set, size_t at, size_t count)
 {
     size_t rest = set->n - at - count;
+
+    if (count == 0)
+        return;
+    if (at == 0) {
+        /* From the front (the in-order path passing records): no move. */
+        set->n -= count;
+        seqset_point(set, set->n == 0 ? 0 : set->first + count);
+        return;
+    }
 
     memmove(&set->v[at], &set->v[at + count], rest * sizeof(*set->v));
     memmove(&set->off[at], &set->off[at + count], rest * sizeof(*set->off));
@@ -415,6 +443,12 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
     if (!utls_store_refresh(s, c))
         c->store = NULL;
     c->scan = utls_scan_new(&prof, c->next_offset);
+    /* A new scanner knows no chain. */
+    c->chain_valid = 0;
+    c->chain_anchor_pending = 0;
+    c->chain_off = c->chain_synced = 0;
+    c->chain_min_len = min_len;
+    c->chain_max_len = max_len;
     /* After a KeyUpdate, the predictor built for the next key already holds
      * the records verified under it, in the new numbering: it is kept. */
     if (c->pred == NULL)
@@ -435,6 +469,20 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
         utls_seqpred_add_origin(c->pred, c->gen_start_offset, PRED_SEQ(0));
     c->probe_budget = UTLS_PROBE_BUDGET_BURST;
     utls_search_setup(s, c);
+    /*
+     * AES-GCM of the default provider reports a tag mismatch by its return
+     * value alone (providers/implementations/ciphers/ciphercommon_gcm.c,
+     * gcm_cipher_internal: "goto err" without ERR_raise), and tls13_enc()
+     * returns 0 for it without SSLfatal. Other ciphers and providers keep the
+     * error-queue mark around every probe.
+     */
+    {
+        const OSSL_PROVIDER *prov = ciph != NULL ? EVP_CIPHER_get0_provider(ciph) : NULL;
+        const char *pname = prov != NULL ? OSSL_PROVIDER_get0_name(prov) : NULL;
+
+        c->probe_quiet_failure = c->tls13 && mode == EVP_CIPH_GCM_MODE && pname != NULL
+            && strcmp(pname, "default") == 0;
+    }
     c->ooo_possible = 1;
     c->stats.fallback = UTLS_FALLBACK_NONE;
     return 1;
@@ -459,6 +507,41 @@ static void utls_ooo_sync(utls_conn *c)
     utls_seqpred_advance(c->pred, c->next_offset);
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
+}
+
+/*
+ * utls_chain_sync tells the scanner about the records the chain fast path
+ * verified since it last knew of one: [chain_synced, chain_off) is a run of
+ * authenticated records, so no position inside it is a header and the next
+ * header is at chain_off, exactly what one utls_scan_confirm of the whole run
+ * says. Called before anything else reads the scanner.
+ */
+static void utls_chain_sync(utls_conn *c)
+{
+    if (c->chain_valid && c->chain_off > c->chain_synced && c->scan != NULL)
+        (void)utls_scan_confirm(c->scan, c->chain_synced, (size_t)(c->chain_off - c->chain_synced));
+    c->chain_synced = c->chain_off;
+    if (c->chain_anchor_pending && c->pred != NULL)
+        utls_seqpred_add_anchor(c->pred, &c->chain_anchor);
+    c->chain_anchor_pending = 0;
+}
+
+/* utls_chain_set puts the chain cursor after the record of |wire_len| bytes
+ * at |offset| that verified (or was known) as |seq| of the current key,
+ * whose end the scanner already knows (utls_scan_confirm). */
+static void utls_chain_set(utls_conn *c, uint64_t offset, size_t wire_len, uint64_t seq)
+{
+    c->chain_valid = 1;
+    c->chain_off = offset + wire_len;
+    c->chain_seq = seq + 1;
+    c->chain_synced = c->chain_off;
+}
+
+/* utls_chain_drop forgets the chain, after telling the scanner about it. */
+static void utls_chain_drop(utls_conn *c)
+{
+    utls_chain_sync(c);
+    c->chain_valid = 0;
 }
 
 /*
@@ -493,6 +576,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         if ((i < ahead->n && ahead->v[i] == seq && ahead->off[i] == hit->offset)
             || (r >= 0 && c->ready[r].offset == hit->offset)) {
             utls_scan_confirm(c->scan, hit->offset, q->wire_len);
+            if (!next_key && !numbered && hit->offset + q->wire_len > c->chain_off)
+                utls_chain_set(c, hit->offset, q->wire_len, seq);
             return 1;
         }
         return 0;
@@ -547,6 +632,14 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
             utls_seqpred_add_anchor(next_key ? c->pred_next : c->pred, &a);
         }
         utls_scan_confirm(c->scan, hit->offset, q->wire_len);
+        /* The next record of the chain is verified by the fast path
+         * (utls_chain_run); not past a handshake record (a KeyUpdate changes
+         * the key after it), nor under the next key or numbered records
+         * (their numbers are not the chain's). */
+        if (!next_key && !numbered && type == SSL3_RT_APPLICATION_DATA)
+            utls_chain_set(c, hit->offset, q->wire_len, seq);
+        else if (!next_key)
+            c->chain_valid = 0;
         /* Alerts and handshake messages are processed only in order;
          * empty records carry nothing to deliver. */
         if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
@@ -583,6 +676,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     /* Records below the in-order point's sequence number were processed in
      * order; the next key's numbering starts at 0. */
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
+    uint64_t tried = 0; /* a candidate tried before the ranking (shifted) */
     size_t limit = *allowance, n, i;
 
     /* A peer that may number its records: cheap one-block tests first, over
@@ -611,6 +705,20 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
         }
     }
     if (pred != NULL && utls_seqpred_num_anchors(pred) > 0) {
+        /* The first record past a hole: when the predictor knows its most
+         * likely number without ranking the rest (all sizes seen so far
+         * equal, the gap a multiple of it), that one is tried first, and the
+         * ranking is made only if it fails. */
+        if (c->search == NULL && limit > 0 && utls_seqpred_first_candidate(pred, q, &tried)
+            && tried != 0) {
+            int r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, tried - 1, 0,
+                                          allowance);
+
+            if (r != 0)
+                return r > 0;
+        } else {
+            tried = 0;
+        }
         n = utls_seqpred_candidates(pred, cands, limit, q);
     } else if (next_key) {
         /* Nothing verified under the next key yet: the KeyUpdate lies
@@ -649,8 +757,8 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     for (i = 0; i < n; i++) {
         int r;
 
-        if (cands[i] == 0)
-            continue; /* the virtual origin record */
+        if (cands[i] == 0 || cands[i] == tried)
+            continue; /* the virtual origin record, or tried above */
         if (*allowance == 0)
             break;
         r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, cands[i] - 1, 0,
@@ -734,6 +842,8 @@ static int failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
     size_t i = 0;
     int progress = 0;
 
+    utls_chain_sync(c);
+
     while (i < c->num_failed) {
         utls_scan_hit hit = c->failed[i];
         utls_reasm_run run;
@@ -764,6 +874,136 @@ static int failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
     return progress;
 }
 
+/*
+ * utls_chain_verify verifies the record of |wire_len| bytes at |wire|, the
+ * chain cursor, as number chain_seq of the current key: the one candidate the
+ * general path would try first there, with the same checks (not below the
+ * in-order point, not known already, a position the anchors allow, the probe
+ * budget) and the same bookkeeping (anchor, ready queue) except the
+ * scanner's, which utls_chain_sync does later. Returns 1 if it verified an
+ * application data record and the chain goes on, 0 to leave this record to
+ * the general path (which tries it again, with every candidate).
+ */
+static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len,
+                             uint64_t arrival_ns)
+{
+    uint64_t seq = c->chain_seq, offset = c->chain_off;
+    utls_seqpred_record a = {0};
+    const unsigned char *pt;
+    size_t pt_len;
+    int type, r;
+
+    /* Known already? The chain runs at the front: a number above the
+     * highest delivered and the highest ready one needs no search. */
+    if (seq < utls_inorder_seq(s)
+        || (c->ahead.n > 0 && c->ahead.v[c->ahead.n - 1] >= seq
+            && seqset_contains(&c->ahead, seq))
+        || (c->num_ready > 0 && (c->ready[c->num_ready - 1].gen > c->gen
+                                 || (c->ready[c->num_ready - 1].gen == c->gen
+                                     && c->ready[c->num_ready - 1].seq >= seq))
+            && ready_find(c, c->gen, seq) >= 0)
+        || !utls_seqpred_plausible(c->pred, offset, wire_len, PRED_SEQ(seq))
+        || c->probe_budget < 1)
+        return 0;
+    c->probe_budget -= 1;
+    c->stats.headers_found++;
+    c->stats.probes++;
+    r = utls_probe(s, c, 0, wire, wire_len, seq, &pt, &pt_len, &type);
+    if (r <= 0) {
+        if (r == 0)
+            c->stats.soft_failures++;
+        return 0;
+    }
+    /* The anchor waits for utls_chain_sync. The next record's plausibility
+     * check does not need it: between the last anchor and the cursor lie
+     * only the chain's records, whose count and sizes fit that gap exactly
+     * as the check requires. */
+    a.offset = offset;
+    a.seq = PRED_SEQ(seq);
+    a.wire_len = wire_len;
+    c->chain_anchor = a;
+    c->chain_anchor_pending = 1;
+    c->chain_off = offset + wire_len;
+    c->chain_seq = seq + 1;
+    if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
+        utls_ready_record rr;
+
+        rr.seq = seq;
+        rr.gen = c->gen;
+        rr.offset = offset;
+        rr.wire_len = wire_len;
+        rr.arrival_ns = arrival_ns;
+        rr.len = pt_len;
+        rr.data = NULL;
+        rr.buf = NULL;
+        rr.buf_is_scratch = 0;
+        rr.store_epoch = utls_store_epoch(c);
+        if (!ready_add(c, &rr, pt))
+            c->stats.bytes_dropped += wire_len;
+    }
+    if (c->cleanse_plaintext)
+        OPENSSL_cleanse(c->scratch, wire_len);
+    /* A handshake record (a KeyUpdate) or an alert: what follows may be
+     * under another key, or nothing. */
+    return type == SSL3_RT_APPLICATION_DATA;
+}
+
+/*
+ * utls_chain_run is the fast path for the fragment at |offset|: when it lies
+ * at or past the chain cursor in the run that holds the cursor (bytes
+ * arriving at the end of a run of verified records), the records completed
+ * at the cursor are verified one after the other, each with its one
+ * candidate, and nothing is scanned. Returns 1 if that handled the fragment,
+ * 0 if the general path must (the chain is then synced or dropped). Anything
+ * unusual is left to the general path: a fragment before the cursor or in
+ * another run, a header at the cursor the cipher cannot produce, a record
+ * that does not verify, the in-order point past the cursor, a key that may
+ * have changed, explicit record numbers.
+ */
+static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns)
+{
+    utls_reasm_run run;
+    int verified = 0;
+
+    if (!c->chain_valid || !c->tls13 || c->next_seen || c->ern_tokens_ready
+        || offset < c->chain_off || c->chain_off < c->next_offset
+        || !utls_reasm_find_run(c->store, &run, c->chain_off)
+        || offset >= run.offset + run.len)
+        return 0;
+    for (;;) {
+        uint64_t avail = run.offset + run.len - c->chain_off;
+        const unsigned char *h = run.data + (c->chain_off - run.offset);
+        size_t len;
+
+        if (avail < SSL3_RT_HEADER_LENGTH)
+            break; /* the next header is not here yet */
+        len = ((size_t)h[3] << 8) | h[4];
+        /* RFC 8446 5.1: TLSCiphertext.opaque_type is application_data (23)
+         * and legacy_record_version 0x0303; the length within the cipher's
+         * bounds (the scan profile). Anything else breaks the chain. */
+        if (h[0] != SSL3_RT_APPLICATION_DATA || h[1] != (TLS1_2_VERSION >> 8)
+            || h[2] != (TLS1_2_VERSION & 0xff) || len < c->chain_min_len
+            || len > c->chain_max_len) {
+            utls_chain_drop(c);
+            return 0;
+        }
+        if (avail < SSL3_RT_HEADER_LENGTH + len)
+            break; /* the record is not whole yet */
+        if (!utls_chain_verify(s, c, h, SSL3_RT_HEADER_LENGTH + len, arrival_ns)) {
+            utls_chain_drop(c);
+            return 0;
+        }
+        verified = 1;
+    }
+    /* As in the general path: a new anchor pins the numbers of headers
+     * whose candidates failed. */
+    if (verified && c->num_failed > 0) {
+        while (failed_retry(s, c, arrival_ns))
+            continue;
+    }
+    return 1;
+}
+
 /* utls_process_run scans the run holding |offset| and tries every header. */
 static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns)
 {
@@ -772,6 +1012,9 @@ static void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arr
     size_t n, i;
     int again;
 
+    if (utls_chain_run(s, c, offset, arrival_ns))
+        return;
+    utls_chain_sync(c);
     do {
         utls_scan_result sr;
 
@@ -890,6 +1133,16 @@ static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *
         || utls_reasm_num_fragments(c->store) > c->limits.max_fragments;
 }
 
+/* utls_next_fragment takes the read BIO's next fragment event into |*f|:
+ * straight from its store when its signals name one, else through
+ * BIO_ctrl(). Returns 1 if there was one. */
+static int utls_next_fragment(SSL *s, utls_conn *c, utls_bio_fragment *f)
+{
+    if (c->sig_bio == s->rbio && c->sig != NULL && c->sig->events != NULL)
+        return c->sig->pending != 0 && utls_segstore_take_event(c->sig->events, f);
+    return BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, f) == 1;
+}
+
 /* utls_pump takes every fragment the read BIO has and processes it. Called
  * only when the BIO is not known to be quiet or a rescan is due. */
 static void utls_pump(SSL *s, utls_conn *c)
@@ -926,7 +1179,7 @@ static void utls_pump(SSL *s, utls_conn *c)
          * for those bytes missing. Records found are stamped with the latest
          * arrival of the batch (never earlier than their last byte came).
          */
-        while (n < UTLS_SCAN_BATCH && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, &f) == 1) {
+        while (n < UTLS_SCAN_BATCH && utls_next_fragment(s, c, &f)) {
             c->stats.fragments++;
             if (!ok)
                 continue; /* drained: nothing can be delivered early */
@@ -1248,6 +1501,22 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     while (c->num_ready > 0 && c->ready[0].gen < c->gen)
         ready_remove(c, 0); /* records of an older key were read in order */
     if (c->num_ready == 0) {
+        /* Before the in-order read (not after it failed: SSL_READING), with
+         * no in-order byte in the segment BIO and none in OpenSSL's buffer,
+         * that read could only fail with the retry flag: say so without it.
+         * After a record delivered out of order the application's next read
+         * comes here. */
+        if (s->rwstate == SSL_NOTHING && c->sig_bio == s->rbio && c->sig != NULL
+            && c->sig->read_is_push_only
+            && utls_segstore_read_would_block(c->sig->events)
+            && SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer)) == 0
+            && RECORD_LAYER_get_packet_length(&s->rlayer) == 0) {
+            BIO_clear_retry_flags(s->rbio);
+            BIO_set_retry_read(s->rbio);
+            s->rwstate = SSL_READING;
+            *out_ret = -1;
+            return UTLS_HOOK_HANDLED;
+        }
         /* A blocking fragment source woke the read for fragments that
          * completed no record: go back to waiting in order. */
         if (s->rbio != NULL
@@ -1387,6 +1656,8 @@ void utls_hook_read_key_changed(SSL *s)
     c->gen_ready = 0;
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
+    c->chain_valid = 0; /* the scanner it was synced with is gone */
+    c->chain_anchor_pending = 0; /* numbered under the old key */
     /* With a shared store the bytes the reader has not taken stay held there
      * too; the pass is cheap when nothing is held (one sync of the noted
      * in-order records). */

@@ -340,6 +340,74 @@ static void test_seqpred_origin_bounds_without_stats(void **state)
     utls_seqpred_free(sp);
 }
 
+/* utls_seqpred_first_candidate names, without ranking, the candidate that
+ * utls_seqpred_candidates puts first, and only when it is known: sizes all
+ * equal and the gap a multiple, an anchor at the offset, one feasible value;
+ * not for varying sizes, a gap that is no multiple, or no anchor. */
+static void test_seqpred_first_candidate_matches_ranking(void **state)
+{
+    (void)state;
+    uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
+    uint64_t first = 0;
+    utls_seqpred *sp = utls_seqpred_new(NULL);
+    utls_seqpred_query q = query(0, 1448);
+
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0); /* no anchor */
+    for (uint64_t i = 0; i < 4; i++) {
+        utls_seqpred_record r = rec(i * 1448, i, 1448);
+        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    }
+    for (uint64_t k = 0; k < 40; k++) {
+        q = query((4 + k) * 1448, 1448);
+        assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
+        assert_int_equal(first, 4 + k);
+        assert_true(utls_seqpred_candidates(sp, cands, 16, &q) > 0);
+        assert_int_equal(cands[0], first);
+    }
+    q = query(4 * 1448 + 100, 1448); /* not a multiple: ranked */
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
+    q = query(2 * 1448, 1448); /* an anchor's own offset */
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
+    assert_int_equal(first, 2);
+    q = query(2 * 1448, 1000); /* ... with another length: none */
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
+    q = query(1448 + 700, 1448); /* inside an anchor */
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
+    /* A size that differs: every candidate is ranked. */
+    utls_seqpred_record odd = rec(100 * 1448, 100, 1000);
+    assert_int_equal(utls_seqpred_add_anchor(sp, &odd), 1);
+    q = query(101 * 1448, 1448);
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
+    /* Right after an anchor exactly one value is feasible. */
+    q = query(100 * 1448 + 1000, 1448);
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
+    assert_int_equal(first, 101);
+    assert_int_equal(utls_seqpred_candidates(sp, cands, 16, &q), 1);
+    assert_int_equal(cands[0], 101);
+    utls_seqpred_free(sp);
+
+    /* Sizes that differed at first and are one size since: the recent size
+     * decides, as it does the ranking's first place. */
+    sp = utls_seqpred_new(NULL);
+    for (size_t n = 0; n < 3; n++) {
+        utls_seqpred_observe(sp, 300 + 100 * n);
+    }
+    for (uint64_t i = 0; i < 600; i++) {
+        utls_seqpred_record r = rec(i * 1448, i, 1448);
+        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    }
+    for (uint64_t k = 1; k < 80; k++) {
+        q = query((600 + k) * 1448, 1448);
+        assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
+        assert_int_equal(first, 600 + k);
+        assert_true(utls_seqpred_candidates(sp, cands, 16, &q) > 0);
+        assert_int_equal(cands[0], first);
+    }
+    q = query(700 * 1448 + 724, 1448); /* half a record off: ranked */
+    assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
+    utls_seqpred_free(sp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_seqpred_storm_candidate_cap),
         cmocka_unit_test(test_seqpred_advance),
         cmocka_unit_test(test_seqpred_origin_bounds_without_stats),
+        cmocka_unit_test(test_seqpred_first_candidate_matches_ranking),
     };
     return cmocka_run_group_tests_name("seqpred", tests, NULL, NULL);
 }

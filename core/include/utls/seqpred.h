@@ -139,6 +139,17 @@ void utls_seqpred_advance(utls_seqpred *sp, uint64_t inorder_offset);
 size_t utls_seqpred_candidates(utls_seqpred *sp, uint64_t *out_seqs, size_t max,
                                const utls_seqpred_query *q);
 
+/* utls_seqpred_first_candidate sets |*out_seq| to the candidate that
+ * utls_seqpred_candidates would write first for |q| and returns 1, when that
+ * one is known without ranking the others: the record's own number, an
+ * anchor at the same offset, a single feasible
+ * number, a declared constant size, or all observed sizes (or, with only an
+ * anchor below, all recent ones) equal and the gap a whole multiple of that
+ * size. Returns 0 otherwise (rank them all). Does not count
+ * a query in the statistics. */
+int utls_seqpred_first_candidate(const utls_seqpred *sp, const utls_seqpred_query *q,
+                                 uint64_t *out_seq);
+
 /* utls_seqpred_num_anchors returns the number of anchors held. */
 size_t utls_seqpred_num_anchors(const utls_seqpred *sp);
 
