@@ -1053,6 +1053,7 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     }
     return 1;
 found:
+    if (getenv("UTLS_DBG")) fprintf(stderr, "DBG pre ctr=%llu n=%llu\n", (unsigned long long)ctr, (unsigned long long)n);
     set_read_seq(s, n);
     return 1;
 outside:
@@ -1090,4 +1091,52 @@ void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq)
     /* Between records the read sequence is the highest number seen + 1:
      * a sender that does not reorder is then checked in sequence. */
     set_read_seq(s, c->ern_rx_next);
+}
+
+/* --- Out of order: the record's own number ----------------------------------- */
+
+/* ern_inorder_seen: the in-order side authenticated |n| under the current key
+ * (n is in the window below ern_rx_next and marked), or |n| lies below that
+ * window (processed, or a gap that can no longer be filled). Only meaningful
+ * while the read sequence is ern_rx_next (between records, same key). */
+static int ern_inorder_seen(const utls_conn *c, uint64_t n)
+{
+    uint64_t d;
+
+    if (n >= c->ern_rx_next)
+        return 0;
+    d = c->ern_rx_next - 1 - n;
+    return d >= UTLS_ERN_REORDER_WINDOW || ((c->ern_rx_seen >> d) & 1) != 0;
+}
+
+int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                      uint64_t center, uint64_t floor, int current, uint64_t *out_seq)
+{
+    /* Below the in-order window: processed in order, or a gap that can no
+     * longer be filled (docs/ern.md, "Receiving"). The next key starts at 0. */
+    uint64_t lo = current && floor > UTLS_ERN_REORDER_WINDOW ? floor - UTLS_ERN_REORDER_WINDOW : 0;
+    /* The bitmap speaks for the current key only while the read sequence is
+     * its ern_rx_next (after a KeyUpdate it is stale until the next numbered
+     * record resets it). */
+    int use_seen = current && c->ern_rxw_valid && c->ern_rx_next == floor;
+    uint64_t d, n;
+
+    for (d = 0; d <= UTLS_ERN_OOO_SPAN; d++) {
+        /* Nearest first: center + d, then center - d. */
+        n = center + d;
+        if (n >= center) {
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+        if (d == 0 || d > center || (n = center - d) < lo || (use_seen && ern_inorder_seen(c, n)))
+            continue;
+        c->stats.ern_block_checks++;
+        if (utls_ern_block_matches(k, wire, wire_len, n))
+            goto found;
+    }
+    return 0;
+found:
+    *out_seq = n;
+    return 1;
 }

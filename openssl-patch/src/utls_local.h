@@ -172,6 +172,25 @@ typedef struct {
 #define UTLS_ERN_SEAL_TAIL 16
 #define UTLS_ERN_SLOT_FREE 0
 #define UTLS_ERN_SLOT_SEALED 1
+/* Out of order, what a header's own number said (utls_conn_st.ern_ooo_verdict):
+ * nothing (no number matched: tried as before), a number of the key tried
+ * matched (no other key generation is tried), or it matched and the record
+ * is settled (verified, or left to the in-order path): not retried. */
+#define UTLS_ERN_OOO_NONE 0
+#define UTLS_ERN_OOO_MATCHED 1
+#define UTLS_ERN_OOO_SETTLED 2
+/*
+ * UTLS_ERN_OOO_SPAN: how far on each side of the number the predictor
+ * expects the out-of-order path looks for a record's own number. The sender
+ * writes every record within UTLS_ERN_REORDER_WINDOW of the highest number it
+ * had written (docs/ern.md, "The window"), so a record is rarely further than
+ * that from the number its neighbours in the stream suggest. Attack bounded:
+ * a forged plausible header (the tap sees segments before TCP validates them)
+ * costs at most UTLS_ERN_OOO_MAX_CHECKS one-block tests per key generation
+ * each time it is tried, whatever the predictor says.
+ */
+#define UTLS_ERN_OOO_SPAN UTLS_ERN_REORDER_WINDOW
+#define UTLS_ERN_OOO_MAX_CHECKS (2 * UTLS_ERN_OOO_SPAN + 1)
 
 /* Raw key material of one read key, for the one-block candidate test. */
 typedef struct {
@@ -329,6 +348,9 @@ struct utls_conn_st {
     int ern_rx_checked; /* utls_hook_ern_pre_decrypt saw the current record */
     uint64_t ern_rx_next;
     uint64_t ern_rx_seen;
+    /* What the last out-of-order try learnt from the record's own number
+     * (UTLS_ERN_OOO_*, utls_ern_ooo_find). */
+    int ern_ooo_verdict;
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
@@ -388,5 +410,16 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr);
 /* utls_ern_rx_done: the record numbered |seq| was authenticated in order:
  * mark it seen and set the read sequence to the highest number + 1. */
 void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq);
+/* utls_ern_ooo_find looks for the own number of the record |wire| (found
+ * past a hole) under the read key |k|: nearest first around |center|, up to
+ * UTLS_ERN_OOO_SPAN on each side. With |current| (the current key, whose
+ * read sequence is |floor|) numbers below the in-order window (|floor| -
+ * UTLS_ERN_REORDER_WINDOW) and those the in-order side authenticated are
+ * skipped; for the next key numbers start at 0. At most
+ * UTLS_ERN_OOO_MAX_CHECKS block tests, each counted in
+ * c->stats.ern_block_checks. Returns 1 and sets |*out_seq| if a number
+ * matched, 0 if none did. */
+int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                      uint64_t center, uint64_t floor, int current, uint64_t *out_seq);
 
 #endif
