@@ -191,6 +191,21 @@ typedef struct {
  */
 #define UTLS_ERN_OOO_SPAN UTLS_ERN_REORDER_WINDOW
 #define UTLS_ERN_OOO_MAX_CHECKS (2 * UTLS_ERN_OOO_SPAN + 1)
+/*
+ * UTLS_ERN_HINTS: how many (offset, number) pairs found out of order are
+ * remembered (a ring; the oldest is forgotten). A record whose number the
+ * out-of-order side already found costs the in-order check one block test,
+ * and its number is skipped when other headers are searched. Attack bounded:
+ * a hint is only the first candidate tried, never trusted (the block test
+ * and the AEAD check decide), so a forged segment can cost at most one
+ * extra block test per record, and the ring is fixed size.
+ */
+#define UTLS_ERN_HINTS 64
+typedef struct {
+    uint64_t offset;
+    uint64_t number;
+    uint32_t gen;
+} utls_ern_hint;
 
 /* Raw key material of one read key, for the one-block candidate test. */
 typedef struct {
@@ -351,6 +366,10 @@ struct utls_conn_st {
     /* What the last out-of-order try learnt from the record's own number
      * (UTLS_ERN_OOO_*, utls_ern_ooo_find). */
     int ern_ooo_verdict;
+    /* Numbers the out-of-order side matched, by stream offset, so that the
+     * in-order check and later tries of the same header test them first. */
+    utls_ern_hint ern_hint[UTLS_ERN_HINTS];
+    size_t ern_num_hints, ern_hint_next;
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
@@ -414,12 +433,14 @@ void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq);
  * past a hole) under the read key |k|: nearest first around |center|, up to
  * UTLS_ERN_OOO_SPAN on each side. With |current| (the current key, whose
  * read sequence is |floor|) numbers below the in-order window (|floor| -
- * UTLS_ERN_REORDER_WINDOW) and those the in-order side authenticated are
- * skipped; for the next key numbers start at 0. At most
- * UTLS_ERN_OOO_MAX_CHECKS block tests, each counted in
+ * UTLS_ERN_REORDER_WINDOW), those the in-order side authenticated and those
+ * found at other offsets are skipped, and a number found before at |offset|
+ * is tested first (UTLS_ERN_HINTS); for the next key numbers start at 0. At
+ * most UTLS_ERN_OOO_MAX_CHECKS + 1 block tests, each counted in
  * c->stats.ern_block_checks. Returns 1 and sets |*out_seq| if a number
  * matched, 0 if none did. */
 int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
-                      uint64_t center, uint64_t floor, int current, uint64_t *out_seq);
+                      uint64_t offset, uint64_t center, uint64_t floor, int current,
+                      uint64_t *out_seq);
 
 #endif

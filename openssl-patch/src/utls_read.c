@@ -599,7 +599,8 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
             && utls_seqpred_candidates(pred, cands, 1, q) == 1 && cands[0] != 0)
             center = cands[0] - 1;
         if ((k->valid || utls_ern_keys_setup(s, k, next_key))
-            && utls_ern_ooo_find(c, k, wire, q->wire_len, center, floor, !next_key, &seq)) {
+            && utls_ern_ooo_find(c, k, wire, q->wire_len, hit->offset, center, floor,
+                                 !next_key, &seq)) {
             if (seq < floor) { /* written after higher numbers: in order */
                 c->ern_ooo_verdict = UTLS_ERN_OOO_SETTLED;
                 return 0;
