@@ -1063,7 +1063,6 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     }
     return 1;
 found:
-    if (getenv("UTLS_DBG")) fprintf(stderr, "DBG pre ctr=%llu n=%llu\n", (unsigned long long)ctr, (unsigned long long)n);
     set_read_seq(s, n);
     return 1;
 outside:
@@ -1154,7 +1153,7 @@ static void ern_hint_add(utls_conn *c, uint64_t offset, uint64_t n)
 }
 
 int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
-                      uint64_t offset, uint64_t center, uint64_t floor, int current,
+                      uint64_t offset, uint64_t guess, uint64_t floor, int current,
                       uint64_t *out_seq)
 {
     /* Below the in-order window: processed in order, or a gap that can no
@@ -1164,33 +1163,57 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
      * its ern_rx_next (after a KeyUpdate it is stale until the next numbered
      * record resets it). */
     int use_seen = current && c->ern_rxw_valid && c->ern_rx_next == floor;
-    /* Numbers found at other offsets, relative to center - UTLS_ERN_OOO_SPAN. */
+    /* Numbers found at other offsets, relative to |base|. */
     uint64_t taken[(UTLS_ERN_OOO_MAX_CHECKS + 63) / 64] = {0};
-    uint64_t base = center > UTLS_ERN_OOO_SPAN ? center - UTLS_ERN_OOO_SPAN : 0, d, n;
+    uint64_t center = guess == UTLS_ERN_NO_GUESS ? 0 : guess, base, d, n;
+    uint64_t tested = UTLS_ERN_NO_GUESS; /* the guess, once tested */
     size_t i;
 
     if (current) {
+        /*
+         * Around the highest number known before this record in the stream
+         * + 1, as the in-order check searches around top + 1: the sender
+         * writes within a window of the highest number it had written. The
+         * predictor's guess (exact for TLS 1.2 AES-GCM, whose explicit nonce
+         * pins the number) is tested first.
+         */
+        center = floor;
+        for (i = 0; i < c->ern_num_hints; i++)
+            if (c->ern_hint[i].gen == c->gen && c->ern_hint[i].offset < offset
+                && c->ern_hint[i].number >= center)
+                center = c->ern_hint[i].number + 1;
         if (ern_hint_find(c, offset, &n)) {
             c->stats.ern_block_checks++;
             if (utls_ern_block_matches(k, wire, wire_len, n))
                 goto found;
         }
-        for (i = 0; i < c->ern_num_hints; i++) {
-            n = c->ern_hint[i].number;
-            if (c->ern_hint[i].gen == c->gen && c->ern_hint[i].offset != offset && n >= base
-                && n - base < UTLS_ERN_OOO_MAX_CHECKS)
-                taken[(n - base) / 64] |= (uint64_t)1 << ((n - base) % 64);
+    }
+    base = center > UTLS_ERN_OOO_SPAN ? center - UTLS_ERN_OOO_SPAN : 0;
+    for (i = 0; current && i < c->ern_num_hints; i++) {
+        n = c->ern_hint[i].number;
+        if (c->ern_hint[i].gen == c->gen && c->ern_hint[i].offset != offset && n >= base
+            && n - base < UTLS_ERN_OOO_MAX_CHECKS)
+            taken[(n - base) / 64] |= (uint64_t)1 << ((n - base) % 64);
+    }
+    if (current && guess != UTLS_ERN_NO_GUESS && guess != center && guess >= lo
+        && !(use_seen && ern_inorder_seen(c, guess))) {
+        c->stats.ern_block_checks++;
+        if (utls_ern_block_matches(k, wire, wire_len, guess)) {
+            n = guess;
+            goto found;
         }
+        tested = guess;
     }
     for (d = 0; d <= UTLS_ERN_OOO_SPAN; d++) {
         /* Nearest first: center + d, then center - d. */
         n = center + d;
-        if (n >= center && ((taken[(n - base) / 64] >> ((n - base) % 64)) & 1) == 0) {
+        if (n >= center && n != tested && ((taken[(n - base) / 64] >> ((n - base) % 64)) & 1) == 0) {
             c->stats.ern_block_checks++;
             if (utls_ern_block_matches(k, wire, wire_len, n))
                 goto found;
         }
-        if (d == 0 || d > center || (n = center - d) < lo || (use_seen && ern_inorder_seen(c, n))
+        if (d == 0 || d > center || (n = center - d) < lo || n == tested
+            || (use_seen && ern_inorder_seen(c, n))
             || ((taken[(n - base) / 64] >> ((n - base) % 64)) & 1) != 0)
             continue;
         c->stats.ern_block_checks++;

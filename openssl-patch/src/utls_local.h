@@ -201,6 +201,8 @@ typedef struct {
  * extra block test per record, and the ring is fixed size.
  */
 #define UTLS_ERN_HINTS 64
+/* No predicted number to try first (utls_ern_ooo_find). */
+#define UTLS_ERN_NO_GUESS UINT64_MAX
 typedef struct {
     uint64_t offset;
     uint64_t number;
@@ -429,18 +431,20 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr);
 /* utls_ern_rx_done: the record numbered |seq| was authenticated in order:
  * mark it seen and set the read sequence to the highest number + 1. */
 void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq);
-/* utls_ern_ooo_find looks for the own number of the record |wire| (found
- * past a hole) under the read key |k|: nearest first around |center|, up to
- * UTLS_ERN_OOO_SPAN on each side. With |current| (the current key, whose
- * read sequence is |floor|) numbers below the in-order window (|floor| -
- * UTLS_ERN_REORDER_WINDOW), those the in-order side authenticated and those
- * found at other offsets are skipped, and a number found before at |offset|
- * is tested first (UTLS_ERN_HINTS); for the next key numbers start at 0. At
- * most UTLS_ERN_OOO_MAX_CHECKS + 1 block tests, each counted in
+/* utls_ern_ooo_find looks for the own number of the record |wire| at stream
+ * offset |offset| (found past a hole) under the read key |k|. With |current|
+ * (the current key, whose read sequence is |floor|): first the number found
+ * before at |offset| (UTLS_ERN_HINTS), then |guess| (the predictor's, or
+ * UTLS_ERN_NO_GUESS), then nearest first around the highest number known
+ * before |offset| + 1, up to UTLS_ERN_OOO_SPAN on each side, skipping numbers
+ * below the in-order window (|floor| - UTLS_ERN_REORDER_WINDOW), those the
+ * in-order side authenticated and those found at other offsets. For the next
+ * key: nearest first around |guess| (0 without one). At most
+ * UTLS_ERN_OOO_MAX_CHECKS + 2 block tests, each counted in
  * c->stats.ern_block_checks. Returns 1 and sets |*out_seq| if a number
- * matched, 0 if none did. */
+ * matched (remembered for |offset| under the current key), 0 if none did. */
 int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
-                      uint64_t offset, uint64_t center, uint64_t floor, int current,
+                      uint64_t offset, uint64_t guess, uint64_t floor, int current,
                       uint64_t *out_seq);
 
 #endif

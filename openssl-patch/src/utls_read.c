@@ -592,14 +592,14 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
      * (or beyond the span) goes on to the predicted candidates below. */
     if (c->ern_tokens_ready && (s->server ? c->ern_offered : c->ern_accepted)) {
         utls_ern_keys *k = next_key ? &c->ern_next : &c->ern_cur;
-        uint64_t center = floor, seq;
+        uint64_t guess = UTLS_ERN_NO_GUESS, seq;
         int r;
 
         if (pred != NULL && utls_seqpred_num_anchors(pred) > 0
             && utls_seqpred_candidates(pred, cands, 1, q) == 1 && cands[0] != 0)
-            center = cands[0] - 1;
+            guess = cands[0] - 1;
         if ((k->valid || utls_ern_keys_setup(s, k, next_key))
-            && utls_ern_ooo_find(c, k, wire, q->wire_len, hit->offset, center, floor,
+            && utls_ern_ooo_find(c, k, wire, q->wire_len, hit->offset, guess, floor,
                                  !next_key, &seq)) {
             if (seq < floor) { /* written after higher numbers: in order */
                 c->ern_ooo_verdict = UTLS_ERN_OOO_SETTLED;
