@@ -1010,7 +1010,8 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     /* The number the out-of-order side found for this record, if it is one
      * the loop below would accept: one block instead of a search. */
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && ern_hint_find(c, c->cur_offset, &n) && n != ctr
-        && (n > ctr ? n - ctr < w : ctr - 1 - n < w && ((c->ern_rx_seen >> (ctr - 1 - n)) & 1) == 0)) {
+        && (n > ctr ? n - ctr < w
+                    : ctr - 1 - n < w && ((c->ern_rx_seen >> (ctr - 1 - n)) & 1) == 0)) {
         c->stats.ern_block_checks++;
         if (utls_ern_block_matches(k, wire, wire_len, n))
             goto found;
@@ -1207,7 +1208,8 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
     for (d = 0; d <= UTLS_ERN_OOO_SPAN; d++) {
         /* Nearest first: center + d, then center - d. */
         n = center + d;
-        if (n >= center && n != tested && ((taken[(n - base) / 64] >> ((n - base) % 64)) & 1) == 0) {
+        if (n >= center && n != tested
+            && ((taken[(n - base) / 64] >> ((n - base) % 64)) & 1) == 0) {
             c->stats.ern_block_checks++;
             if (utls_ern_block_matches(k, wire, wire_len, n))
                 goto found;

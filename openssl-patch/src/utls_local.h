@@ -180,14 +180,16 @@ typedef struct {
 #define UTLS_ERN_OOO_MATCHED 1
 #define UTLS_ERN_OOO_SETTLED 2
 /*
- * UTLS_ERN_OOO_SPAN: how far on each side of the number the predictor
- * expects the out-of-order path looks for a record's own number. The sender
- * writes every record within UTLS_ERN_REORDER_WINDOW of the highest number it
- * had written (docs/ern.md, "The window"), so a record is rarely further than
- * that from the number its neighbours in the stream suggest. Attack bounded:
- * a forged plausible header (the tap sees segments before TCP validates them)
- * costs at most UTLS_ERN_OOO_MAX_CHECKS one-block tests per key generation
- * each time it is tried, whatever the predictor says.
+ * UTLS_ERN_OOO_SPAN: how far on each side of its center (the highest number
+ * known before the record in the stream, + 1) the out-of-order path looks
+ * for a record's own number. The sender writes every record within
+ * UTLS_ERN_REORDER_WINDOW of the highest number it had written (docs/ern.md,
+ * "The window"), and that is at least the highest number before the record.
+ * Attack bounded: a forged plausible header (the tap sees segments before
+ * TCP validates them) costs at most UTLS_ERN_OOO_MAX_CHECKS (+ 2: the number
+ * found there before, the predictor's guess) one-block tests per key
+ * generation each time it is tried, and a header whose number matched is
+ * not tried again.
  */
 #define UTLS_ERN_OOO_SPAN UTLS_ERN_REORDER_WINDOW
 #define UTLS_ERN_OOO_MAX_CHECKS (2 * UTLS_ERN_OOO_SPAN + 1)

@@ -586,10 +586,11 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     size_t limit = *allowance, n, i;
 
     /* A peer that may number its records: the record's own number, by
-     * one-block tests nearest first around the predicted number
-     * (utls_ern.c). A match settles which key generation the record is
-     * under and whether it can go early; only a record without a number
-     * (or beyond the span) goes on to the predicted candidates below. */
+     * one-block tests nearest first around the highest number known before
+     * it (utls_ern_ooo_find, utls_ern.c). A match settles which key
+     * generation the record is under and whether it can go early; only a
+     * record without a number (or beyond the span) goes on to the predicted
+     * candidates below. */
     if (c->ern_tokens_ready && (s->server ? c->ern_offered : c->ern_accepted)) {
         utls_ern_keys *k = next_key ? &c->ern_next : &c->ern_cur;
         uint64_t guess = UTLS_ERN_NO_GUESS, seq;
