@@ -972,6 +972,8 @@ int utls_hook_write_record_allowed(SSL *s, int type)
 
 /* --- Receiving numbers out of sequence order --------------------------------- */
 
+static int ern_hint_find(const utls_conn *c, uint64_t offset, uint64_t *out_n);
+
 static void set_read_seq(SSL *s, uint64_t v)
 {
     utls_store_be64(RECORD_LAYER_get_read_sequence(&s->rlayer), v);
@@ -1005,6 +1007,15 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     c->stats.ern_block_checks++;
     if (utls_ern_block_matches(k, wire, wire_len, ctr))
         return 1;
+    /* The number the out-of-order side found for this record, if it is one
+     * the loop below would accept: one block instead of a search. */
+    if ((s->mode & SSL_MODE_UNORDERED) != 0 && ern_hint_find(c, c->cur_offset, &n) && n != ctr
+        && (n > ctr ? n - ctr < w
+                    : ctr - 1 - n < w && ((c->ern_rx_seen >> (ctr - 1 - n)) & 1) == 0)) {
+        c->stats.ern_block_checks++;
+        if (utls_ern_block_matches(k, wire, wire_len, n))
+            goto found;
+    }
     /*
      * Nearest first: ahead of the highest number seen (top = ctr - 1), and
      * the unseen numbers behind it, by distance. A sender that reorders
@@ -1090,4 +1101,131 @@ void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq)
     /* Between records the read sequence is the highest number seen + 1:
      * a sender that does not reorder is then checked in sequence. */
     set_read_seq(s, c->ern_rx_next);
+}
+
+/* --- Out of order: the record's own number ----------------------------------- */
+
+/* ern_inorder_seen: the in-order side authenticated |n| under the current key
+ * (n is in the window below ern_rx_next and marked), or |n| lies below that
+ * window (processed, or a gap that can no longer be filled). Only meaningful
+ * while the read sequence is ern_rx_next (between records, same key). */
+static int ern_inorder_seen(const utls_conn *c, uint64_t n)
+{
+    uint64_t d;
+
+    if (n >= c->ern_rx_next)
+        return 0;
+    d = c->ern_rx_next - 1 - n;
+    return d >= UTLS_ERN_REORDER_WINDOW || ((c->ern_rx_seen >> d) & 1) != 0;
+}
+
+/* ern_hint_find: the number found before for the record at |offset| under
+ * the current key generation. Returns 1 and sets |*out_n| if there is one. */
+static int ern_hint_find(const utls_conn *c, uint64_t offset, uint64_t *out_n)
+{
+    size_t i;
+
+    for (i = 0; i < c->ern_num_hints; i++)
+        if (c->ern_hint[i].offset == offset && c->ern_hint[i].gen == c->gen) {
+            *out_n = c->ern_hint[i].number;
+            return 1;
+        }
+    return 0;
+}
+
+/* ern_hint_add remembers |n| for the record at |offset| (replacing what was
+ * remembered there, else the oldest entry). */
+static void ern_hint_add(utls_conn *c, uint64_t offset, uint64_t n)
+{
+    size_t i;
+
+    for (i = 0; i < c->ern_num_hints; i++)
+        if (c->ern_hint[i].offset == offset)
+            break;
+    if (i == c->ern_num_hints) {
+        i = c->ern_hint_next;
+        c->ern_hint_next = (c->ern_hint_next + 1) % UTLS_ERN_HINTS;
+        if (c->ern_num_hints < UTLS_ERN_HINTS)
+            c->ern_num_hints++;
+    }
+    c->ern_hint[i].offset = offset;
+    c->ern_hint[i].number = n;
+    c->ern_hint[i].gen = c->gen;
+}
+
+int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                      uint64_t offset, uint64_t guess, uint64_t floor, int current,
+                      uint64_t *out_seq)
+{
+    /* Below the in-order window: processed in order, or a gap that can no
+     * longer be filled (docs/ern.md, "Receiving"). The next key starts at 0. */
+    uint64_t lo = current && floor > UTLS_ERN_REORDER_WINDOW ? floor - UTLS_ERN_REORDER_WINDOW : 0;
+    /* The bitmap speaks for the current key only while the read sequence is
+     * its ern_rx_next (after a KeyUpdate it is stale until the next numbered
+     * record resets it). */
+    int use_seen = current && c->ern_rxw_valid && c->ern_rx_next == floor;
+    /* Numbers found at other offsets, relative to |base|. */
+    uint64_t taken[(UTLS_ERN_OOO_MAX_CHECKS + 63) / 64] = {0};
+    uint64_t center = guess == UTLS_ERN_NO_GUESS ? 0 : guess, base, d, n;
+    uint64_t tested = UTLS_ERN_NO_GUESS; /* the guess, once tested */
+    size_t i;
+
+    if (current) {
+        /*
+         * Around the highest number known before this record in the stream
+         * + 1, as the in-order check searches around top + 1: the sender
+         * writes within a window of the highest number it had written. The
+         * predictor's guess (exact for TLS 1.2 AES-GCM, whose explicit nonce
+         * pins the number) is tested first.
+         */
+        center = floor;
+        for (i = 0; i < c->ern_num_hints; i++)
+            if (c->ern_hint[i].gen == c->gen && c->ern_hint[i].offset < offset
+                && c->ern_hint[i].number >= center)
+                center = c->ern_hint[i].number + 1;
+        if (ern_hint_find(c, offset, &n)) {
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+    }
+    base = center > UTLS_ERN_OOO_SPAN ? center - UTLS_ERN_OOO_SPAN : 0;
+    for (i = 0; current && i < c->ern_num_hints; i++) {
+        n = c->ern_hint[i].number;
+        if (c->ern_hint[i].gen == c->gen && c->ern_hint[i].offset != offset && n >= base
+            && n - base < UTLS_ERN_OOO_MAX_CHECKS)
+            taken[(n - base) / 64] |= (uint64_t)1 << ((n - base) % 64);
+    }
+    if (current && guess != UTLS_ERN_NO_GUESS && guess != center && guess >= lo
+        && !(use_seen && ern_inorder_seen(c, guess))) {
+        c->stats.ern_block_checks++;
+        if (utls_ern_block_matches(k, wire, wire_len, guess)) {
+            n = guess;
+            goto found;
+        }
+        tested = guess;
+    }
+    for (d = 0; d <= UTLS_ERN_OOO_SPAN; d++) {
+        /* Nearest first: center + d, then center - d. */
+        n = center + d;
+        if (n >= center && n != tested
+            && ((taken[(n - base) / 64] >> ((n - base) % 64)) & 1) == 0) {
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+        if (d == 0 || d > center || (n = center - d) < lo || n == tested
+            || (use_seen && ern_inorder_seen(c, n))
+            || ((taken[(n - base) / 64] >> ((n - base) % 64)) & 1) != 0)
+            continue;
+        c->stats.ern_block_checks++;
+        if (utls_ern_block_matches(k, wire, wire_len, n))
+            goto found;
+    }
+    return 0;
+found:
+    if (current)
+        ern_hint_add(c, offset, n);
+    *out_seq = n;
+    return 1;
 }

@@ -191,6 +191,44 @@ typedef struct {
 #define UTLS_ERN_SEAL_TAIL 16
 #define UTLS_ERN_SLOT_FREE 0
 #define UTLS_ERN_SLOT_SEALED 1
+/* Out of order, what a header's own number said (utls_conn_st.ern_ooo_verdict):
+ * nothing (no number matched: tried as before), a number of the key tried
+ * matched (no other key generation is tried), or it matched and the record
+ * is settled (verified, or left to the in-order path): not retried. */
+#define UTLS_ERN_OOO_NONE 0
+#define UTLS_ERN_OOO_MATCHED 1
+#define UTLS_ERN_OOO_SETTLED 2
+/*
+ * UTLS_ERN_OOO_SPAN: how far on each side of its center (the highest number
+ * known before the record in the stream, + 1) the out-of-order path looks
+ * for a record's own number. The sender writes every record within
+ * UTLS_ERN_REORDER_WINDOW of the highest number it had written (docs/ern.md,
+ * "The window"), and that is at least the highest number before the record.
+ * Attack bounded: a forged plausible header (the tap sees segments before
+ * TCP validates them) costs at most UTLS_ERN_OOO_MAX_CHECKS (+ 2: the number
+ * found there before, the predictor's guess) one-block tests per key
+ * generation each time it is tried, and a header whose number matched is
+ * not tried again.
+ */
+#define UTLS_ERN_OOO_SPAN UTLS_ERN_REORDER_WINDOW
+#define UTLS_ERN_OOO_MAX_CHECKS (2 * UTLS_ERN_OOO_SPAN + 1)
+/*
+ * UTLS_ERN_HINTS: how many (offset, number) pairs found out of order are
+ * remembered (a ring; the oldest is forgotten). A record whose number the
+ * out-of-order side already found costs the in-order check one block test,
+ * and its number is skipped when other headers are searched. Attack bounded:
+ * a hint is only the first candidate tried, never trusted (the block test
+ * and the AEAD check decide), so a forged segment can cost at most one
+ * extra block test per record, and the ring is fixed size.
+ */
+#define UTLS_ERN_HINTS 64
+/* No predicted number to try first (utls_ern_ooo_find). */
+#define UTLS_ERN_NO_GUESS UINT64_MAX
+typedef struct {
+    uint64_t offset;
+    uint64_t number;
+    uint32_t gen;
+} utls_ern_hint;
 
 /* Raw key material of one read key, for the one-block candidate test. */
 typedef struct {
@@ -391,6 +429,13 @@ struct utls_conn_st {
     int ern_rx_checked; /* utls_hook_ern_pre_decrypt saw the current record */
     uint64_t ern_rx_next;
     uint64_t ern_rx_seen;
+    /* What the last out-of-order try learnt from the record's own number
+     * (UTLS_ERN_OOO_*, utls_ern_ooo_find). */
+    int ern_ooo_verdict;
+    /* Numbers the out-of-order side matched, by stream offset, so that the
+     * in-order check and later tries of the same header test them first. */
+    utls_ern_hint ern_hint[UTLS_ERN_HINTS];
+    size_t ern_num_hints, ern_hint_next;
 };
 
 #define UTLS_SCRATCH_LEN (SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_LENGTH + 256)
@@ -450,5 +495,20 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr);
 /* utls_ern_rx_done: the record numbered |seq| was authenticated in order:
  * mark it seen and set the read sequence to the highest number + 1. */
 void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq);
+/* utls_ern_ooo_find looks for the own number of the record |wire| at stream
+ * offset |offset| (found past a hole) under the read key |k|. With |current|
+ * (the current key, whose read sequence is |floor|): first the number found
+ * before at |offset| (UTLS_ERN_HINTS), then |guess| (the predictor's, or
+ * UTLS_ERN_NO_GUESS), then nearest first around the highest number known
+ * before |offset| + 1, up to UTLS_ERN_OOO_SPAN on each side, skipping numbers
+ * below the in-order window (|floor| - UTLS_ERN_REORDER_WINDOW), those the
+ * in-order side authenticated and those found at other offsets. For the next
+ * key: nearest first around |guess| (0 without one). At most
+ * UTLS_ERN_OOO_MAX_CHECKS + 2 block tests, each counted in
+ * c->stats.ern_block_checks. Returns 1 and sets |*out_seq| if a number
+ * matched (remembered for |offset| under the current key), 0 if none did. */
+int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                      uint64_t offset, uint64_t guess, uint64_t floor, int current,
+                      uint64_t *out_seq);
 
 #endif

@@ -679,29 +679,30 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     uint64_t tried = 0; /* a candidate tried before the ranking (shifted) */
     size_t limit = *allowance, n, i;
 
-    /* A peer that may number its records: cheap one-block tests first, over
-     * as many candidates as the predictor will give. */
+    /* A peer that may number its records: the record's own number, by
+     * one-block tests nearest first around the highest number known before
+     * it (utls_ern_ooo_find, utls_ern.c). A match settles which key
+     * generation the record is under and whether it can go early; only a
+     * record without a number (or beyond the span) goes on to the predicted
+     * candidates below. */
     if (c->ern_tokens_ready && (s->server ? c->ern_offered : c->ern_accepted)) {
         utls_ern_keys *k = next_key ? &c->ern_next : &c->ern_cur;
+        uint64_t guess = UTLS_ERN_NO_GUESS, seq;
+        int r;
 
-        if (k->valid || utls_ern_keys_setup(s, k, next_key)) {
-            size_t m;
-
-            if (pred != NULL && utls_seqpred_num_anchors(pred) > 0)
-                m = utls_seqpred_candidates(pred, cands, UTLS_SEQPRED_MAX_CANDIDATES, q);
-            else
-                for (m = 0; m < UTLS_SEQPRED_MAX_CANDIDATES; m++)
-                    cands[m] = PRED_SEQ(m);
-            for (i = 0; i < m; i++) {
-                uint64_t seq;
-
-                if (cands[i] == 0 || (seq = cands[i] - 1) < floor)
-                    continue;
-                c->stats.ern_block_checks++;
-                if (utls_ern_block_matches(k, wire, q->wire_len, seq))
-                    return utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, seq,
-                                                 1, allowance) > 0;
+        if (pred != NULL && utls_seqpred_num_anchors(pred) > 0
+            && utls_seqpred_candidates(pred, cands, 1, q) == 1 && cands[0] != 0)
+            guess = cands[0] - 1;
+        if ((k->valid || utls_ern_keys_setup(s, k, next_key))
+            && utls_ern_ooo_find(c, k, wire, q->wire_len, hit->offset, guess, floor,
+                                 !next_key, &seq)) {
+            if (seq < floor) { /* written after higher numbers: in order */
+                c->ern_ooo_verdict = UTLS_ERN_OOO_SETTLED;
+                return 0;
             }
+            r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, seq, 1, allowance);
+            c->ern_ooo_verdict = r < 0 ? UTLS_ERN_OOO_MATCHED : UTLS_ERN_OOO_SETTLED;
+            return r > 0;
         }
     }
     if (pred != NULL && utls_seqpred_num_anchors(pred) > 0) {
@@ -804,15 +805,25 @@ static int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
         size_t cur = *allowance - next_share;
         int ok;
 
+        c->ern_ooo_verdict = UTLS_ERN_OOO_NONE;
         if (!only_next) {
             ok = utls_try_key(s, c, 0, hit, wire, &q, arrival_ns, &cur);
             *allowance = cur + next_share;
             if (ok)
                 return 1;
+            /* ERN: its number matched under the current key, so no other
+             * generation; settled means nothing to retry (utls_ern.c). */
+            if (c->ern_ooo_verdict == UTLS_ERN_OOO_SETTLED)
+                *allowance = 0;
+            if (c->ern_ooo_verdict != UTLS_ERN_OOO_NONE)
+                return 0;
         }
         if (next_share == 0 || !(c->next_valid || utls_next_key_setup(s, c)))
             return 0;
-        return utls_try_key(s, c, 1, hit, wire, &q, arrival_ns, allowance);
+        ok = utls_try_key(s, c, 1, hit, wire, &q, arrival_ns, allowance);
+        if (!ok && c->ern_ooo_verdict == UTLS_ERN_OOO_SETTLED)
+            *allowance = 0;
+        return ok;
     }
 }
 
@@ -822,6 +833,8 @@ static void failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent)
 {
     if (spent >= c->limits.max_probes_per_record)
         return;
+    if (c->ern_ooo_verdict == UTLS_ERN_OOO_SETTLED)
+        return; /* ERN: its own number settled it (utls_try_record) */
     if (c->num_failed == UTLS_MAX_FAILED_HITS) {
         memmove(&c->failed[0], &c->failed[1], (c->num_failed - 1) * sizeof(c->failed[0]));
         memmove(&c->failed_spent[0], &c->failed_spent[1],
