@@ -467,15 +467,14 @@ typedef struct utls_sched_config_st {
                                   * it waits, flush returns
                                   * UTLS_SCHED_WANT_TIMER (see docs/sched.md,
                                   * "The window reserve") */
-    uint32_t probe_rtt_drain;    /* 0: off; 1 (default): while TCP runs
-                                  * BBR, predict its next ProbeRTT from
-                                  * TCP_INFO/TCP_CC_INFO and, a little more than
-                                  * a round trip before it, hold priority-0
-                                  * messages as if the window were already the
-                                  * 4 segments of ProbeRTT (with a reserve of
-                                  * at least 1), so that urgent messages find
-                                  * the window free when it comes (see
-                                  * docs/sched.md, "Draining ahead of BBR's
+    uint32_t probe_rtt_drain;    /* 0: off; 1 (default): with a window
+                                  * reserve, while TCP runs BBR, predict its
+                                  * next ProbeRTT from TCP_INFO/TCP_CC_INFO and,
+                                  * a little more than a round trip before it,
+                                  * apply the reserve as if the window were
+                                  * already ProbeRTT's 4 segments, so that
+                                  * urgent messages find it free when it comes
+                                  * (docs/sched.md, "Draining ahead of BBR's
                                   * ProbeRTT"); only ever withholds data */
 } UTLS_SCHED_CONFIG;
 

@@ -60,14 +60,20 @@
  * drain, of at most 2 x UTLS_SCHED_PROBE_RTT_MAX_LEAD_NS, per 2 s. */
 #define UTLS_SCHED_PROBE_RTT_MIN_INTERVAL_NS (UINT64_C(2) * 1000000000)
 #define UTLS_SCHED_PROBE_RTT_MAX_INTERVAL_NS (UINT64_C(60) * 1000000000)
-/* Intervals remembered; the prediction uses the shortest. A refresh the
- * scheduler cannot see (an RTT sample equal to min_rtt) only lengthens one
- * interval, so the shortest of the last few is BBR's own. */
+/* Intervals remembered; the prediction uses the shortest. The scheduler sees
+ * the stamp move when min_rtt changes, but BBR also moves it, unseen, on
+ * every later sample equal to min_rtt (common on a path with a fixed delay),
+ * so an observed interval is never shorter than BBR's own and the shortest of
+ * the last few is closest to it. Until that many were seen, BBR's 10 s counts
+ * as one of them, so that a first interval lengthened by such refreshes does
+ * not make the next prediction late. */
 #define UTLS_SCHED_PROBE_RTT_HISTORY 4
-/* A drain starts srtt + srtt/4 + this before the predicted entry: what is in
- * flight is acknowledged within a round trip; the slack covers the 2 ms
- * between the application's flushes and the jitter of the ACKs. */
-#define UTLS_SCHED_PROBE_RTT_LEAD_SLACK_NS (UINT64_C(10) * 1000000)
+/* A drain starts srtt + srtt/4 + this before the predicted entry, and waits
+ * for the entry as long after it: what is in flight is acknowledged within a
+ * round trip; the slack covers the error of the prediction (measured: the
+ * entry came -33 to +36 ms from it at 60 ms RTT) and the 2 ms between the
+ * application's flushes. */
+#define UTLS_SCHED_PROBE_RTT_LEAD_SLACK_NS (UINT64_C(20) * 1000000)
 /* The longest lead, and the longest wait past the predicted entry: an RTT
  * inflated by a peer that delays its ACKs cannot make one drain withhold
  * data for longer than twice this. */
@@ -356,15 +362,10 @@ static int sched_window_full(const UTLS_SCHED *sch, const UTLS_TCP_INFO *ti, siz
 {
     uint64_t window, used, cwnd = ti->cwnd_segs, reserve = sch->config.window_reserve_segs;
 
-    if (draining) {
+    if (draining && cwnd > UTLS_SCHED_PROBE_RTT_CWND) {
         /* Ahead of a predicted ProbeRTT: as if the window were already the
-         * 4 segments it is about to become, with room for an urgent one. */
-        if (cwnd > UTLS_SCHED_PROBE_RTT_CWND) {
-            cwnd = UTLS_SCHED_PROBE_RTT_CWND;
-        }
-        if (reserve == 0) {
-            reserve = 1;
-        }
+         * 4 segments it is about to become. */
+        cwnd = UTLS_SCHED_PROBE_RTT_CWND;
     }
     if (reserve == 0 || ti->mss == 0 || cwnd == 0 || ti->bytes_in_flight == 0) {
         return 0;
@@ -376,18 +377,25 @@ static int sched_window_full(const UTLS_SCHED *sch, const UTLS_TCP_INFO *ti, siz
 
 /* --- Draining ahead of BBR's ProbeRTT (probe_rtt_drain) --------------- */
 
-/* probe_rtt_interval is the shortest remembered interval, or BBR's 10 s. */
+/* probe_rtt_interval is the shortest remembered interval, BBR's 10 s
+ * included until the history is full. */
 static uint64_t probe_rtt_interval(const sched_probe_rtt *p)
 {
     uint64_t best = 0;
     size_t i;
+    int full = 1;
 
     for (i = 0; i < UTLS_SCHED_PROBE_RTT_HISTORY; i++) {
-        if (p->history[i] != 0 && (best == 0 || p->history[i] < best)) {
+        if (p->history[i] == 0) {
+            full = 0;
+        } else if (best == 0 || p->history[i] < best) {
             best = p->history[i];
         }
     }
-    return best != 0 ? best : UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS;
+    if (!full && (best == 0 || UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS < best)) {
+        best = UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS;
+    }
+    return best;
 }
 
 /* probe_rtt_lead: how long before the entry a drain starts (and how long
@@ -435,8 +443,10 @@ static int probe_rtt_observe(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO 
     int in_probe_rtt;
     uint64_t lead;
 
-    if (!sch->config.probe_rtt_drain || !have_ti || !ti->cc_is_bbr || ti->cwnd_segs == 0) {
-        /* Not BBR (any more): forget everything, hold nothing. */
+    if (!sch->config.probe_rtt_drain || sch->config.window_reserve_segs == 0 || !have_ti
+        || !ti->cc_is_bbr || ti->cwnd_segs == 0) {
+        /* Off, no window reserve to keep free, or not BBR (any more): forget
+         * everything, hold nothing. */
         if (p->active) {
             probe_rtt_end_drain(sch, now, 0);
             memset(p, 0, sizeof(*p));
@@ -484,7 +494,11 @@ static int probe_rtt_observe(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO 
         probe_rtt_end_drain(sch, now, 0);
         probe_rtt_set_stamp(p, now);
     }
-    p->last_cwnd = ti->cwnd_segs;
+    if (ti->cwnd_segs > UTLS_SCHED_PROBE_RTT_CWND || ti->ca_state < UTLS_TCP_CA_RECOVERY) {
+        /* A small window in recovery is not remembered: if ProbeRTT began
+         * during it, its entry is seen when recovery ends. */
+        p->last_cwnd = ti->cwnd_segs;
+    }
     p->last_min_rtt_us = ti->bbr_min_rtt_us;
     sch->stats.probe_rtt_interval_ns = probe_rtt_interval(p);
 
