@@ -56,8 +56,9 @@
 #define UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS (UINT64_C(10) * 1000000000)
 /* Observed intervals (min_rtt refresh to ProbeRTT) outside these bounds are
  * not learned. The lower one bounds how often a peer that controls the ACK
- * timing (and so what the scheduler observes) can make it drain: at most one
- * drain, of at most 2 x UTLS_SCHED_PROBE_RTT_MAX_LEAD_NS, per 2 s. */
+ * timing (and so what the scheduler observes) can make it drain: a drain
+ * begins at least this less UTLS_SCHED_PROBE_RTT_MAX_LEAD_NS after the stamp
+ * it predicts from, one per stamp, and lasts at most twice that lead. */
 #define UTLS_SCHED_PROBE_RTT_MIN_INTERVAL_NS (UINT64_C(2) * 1000000000)
 #define UTLS_SCHED_PROBE_RTT_MAX_INTERVAL_NS (UINT64_C(60) * 1000000000)
 /* Intervals remembered; the prediction uses the shortest. The scheduler sees
