@@ -33,6 +33,12 @@
    messages that arrived late, and the number of delivered messages that
    depend on a dropped one (must be 0).
 
+For sched and sched_nodrain the JSON also lines up the scheduler's ProbeRTT
+drains with BBR's real ProbeRTT entries in the sender's trace
+(sched_probe_rtt: entries met by a drain, the drain's lead, segments in
+flight at entry; the sender's drain counters), and compares their bulk
+throughput (sched_bulk_over_nodrain_bulk). --only runs a subset.
+
 Writes JSON (default build/bench/send.json). --smoke runs everything briefly
 on loopback (no testbed, no root) to check that the pipeline works.
 """

@@ -51,9 +51,9 @@
  * (bbr_cwnd_min_target) and the life of its min_rtt filter
  * (bbr_min_rtt_win_sec), the prior for the learned interval. */
 #define UTLS_SCHED_PROBE_RTT_CWND 4
+#define UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS (UINT64_C(10) * 1000000000)
 /* tcpi_ca_state (Linux enum tcp_ca_state). */
 #define UTLS_TCP_CA_RECOVERY 3
-#define UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS (UINT64_C(10) * 1000000000)
 /* Observed intervals (min_rtt refresh to ProbeRTT) outside these bounds are
  * not learned. The lower one bounds how often a peer that controls the ACK
  * timing (and so what the scheduler observes) can make it drain: a drain
@@ -71,9 +71,9 @@
 #define UTLS_SCHED_PROBE_RTT_HISTORY 4
 /* A drain starts srtt + srtt/4 + this before the predicted entry, and waits
  * for the entry as long after it: what is in flight is acknowledged within a
- * round trip; the slack covers the error of the prediction (measured: the
- * entry came -33 to +36 ms from it at 60 ms RTT) and the 2 ms between the
- * application's flushes. */
+ * round trip; the slack covers the error of the prediction (measured at
+ * 60 ms RTT: the entry came from 34 ms before to 36 ms after it) and the 2 ms
+ * between the application's flushes. */
 #define UTLS_SCHED_PROBE_RTT_LEAD_SLACK_NS (UINT64_C(20) * 1000000)
 /* The longest lead, and the longest wait past the predicted entry: an RTT
  * inflated by a peer that delays its ACKs cannot make one drain withhold
@@ -111,8 +111,9 @@ typedef struct {
  * is at or below min_rtt (and at ProbeRTT's entry), and when ProbeRTT ends.
  * From user space: the end of ProbeRTT is the window leaving 4 segments
  * (TCP_INFO), a lower sample is bbr_min_rtt changing (TCP_CC_INFO). An equal
- * sample moves the stamp unseen: the prediction is then early, the drain
- * ends without a ProbeRTT and is counted as wasted.
+ * sample moves the stamp unseen: the prediction is then early (by more than
+ * the drain's grace, the drain ends without a ProbeRTT and is counted as
+ * wasted).
  */
 typedef struct {
     int active;               /* BBR seen on the last observation */
