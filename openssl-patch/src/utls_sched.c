@@ -222,7 +222,10 @@ static void tcp_get_cc(int fd, UTLS_TCP_INFO *out)
     out->bbr_bw = (uint64_t)bi.bbr_bw_hi << 32 | bi.bbr_bw_lo;
 }
 
-int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
+/* tcp_get_info is UTLS_tcp_get_info; |want_cc| 0 leaves out the congestion
+ * control's name and state (two more system calls per flush, which the
+ * scheduler makes only when its ProbeRTT drain can use them). */
+static int tcp_get_info(int fd, UTLS_TCP_INFO *out_info, int want_cc)
 {
     struct utls_kernel_tcp_info ti;
     socklen_t len = sizeof(ti);
@@ -241,7 +244,9 @@ int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
      * the two calls that starts ProbeRTT then shows as the window dropping
      * with the old min_rtt, never as a min_rtt refresh without the window
      * dropping (which would cancel a drain just before it pays off). */
-    tcp_get_cc(fd, out_info);
+    if (want_cc) {
+        tcp_get_cc(fd, out_info);
+    }
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
         utls_raise(UTLS_R_SCHED_TCP_INFO, "getsockopt(TCP_INFO) on fd %d: %s", fd,
                    strerror(errno));
@@ -272,6 +277,11 @@ int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
     out_info->pacing_rate = ti.tcpi_pacing_rate;
     out_info->max_pacing_rate = ti.tcpi_max_pacing_rate;
     return 1;
+}
+
+int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
+{
+    return tcp_get_info(fd, out_info, 1);
 }
 
 int UTLS_tcp_set_window_clamp(int fd, uint32_t bytes)
@@ -323,9 +333,16 @@ static uint64_t sched_now(const UTLS_SCHED *sch)
     return utls_now_ns();
 }
 
+/* probe_rtt_wanted: the ProbeRTT drain is configured, so the congestion
+ * control's state is worth its system calls. */
+static int probe_rtt_wanted(const UTLS_SCHED *sch)
+{
+    return sch->config.probe_rtt_drain && sch->config.window_reserve_segs > 0;
+}
+
 /* sched_tcp_info returns 1 with |*out| filled, or 0 if nothing is known
  * (no TCP socket: a memory BIO, a socketpair). Leaves no error behind. */
-static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out)
+static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out, int want_cc)
 {
     int fd;
 
@@ -339,7 +356,7 @@ static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out)
         return 0;
     }
     ERR_set_mark();
-    if (!UTLS_tcp_get_info(fd, out)) {
+    if (!tcp_get_info(fd, out, want_cc)) {
         ERR_pop_to_mark();
         return 0;
     }
@@ -445,8 +462,7 @@ static int probe_rtt_observe(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO 
     int in_probe_rtt;
     uint64_t lead;
 
-    if (!sch->config.probe_rtt_drain || sch->config.window_reserve_segs == 0 || !have_ti
-        || !ti->cc_is_bbr || ti->cwnd_segs == 0) {
+    if (!probe_rtt_wanted(sch) || !have_ti || !ti->cc_is_bbr || ti->cwnd_segs == 0) {
         /* Off, no window reserve to keep free, or not BBR (any more): forget
          * everything, hold nothing. */
         if (p->active) {
@@ -988,7 +1004,7 @@ static int sched_deadline(UTLS_SCHED *sch, const UTLS_SCHED_MSG *msg, uint64_t n
         }
         if (!c->started) {
             UTLS_TCP_INFO ti;
-            int have = sched_tcp_info(sch, &ti);
+            int have = sched_tcp_info(sch, &ti, 0);
 
             c->started = 1;
             c->origin_ts = msg->playout_ts;
@@ -1207,7 +1223,7 @@ UTLS_SCHED_RESULT UTLS_sched_flush(UTLS_SCHED *sch, size_t *out_written)
             n++;
         }
         now = sched_now(sch);
-        have_ti = sched_tcp_info(sch, &ti);
+        have_ti = sched_tcp_info(sch, &ti, probe_rtt_wanted(sch));
         draining = probe_rtt_observe(sch, now, &ti, have_ti);
         sched_sweep(sch, now, &ti, have_ti);
         m = sched_highest(sch);
@@ -1355,5 +1371,5 @@ int UTLS_sched_get_tcp_info(UTLS_SCHED *sch, UTLS_TCP_INFO *out_info)
     if (sch == NULL || out_info == NULL) {
         return 0;
     }
-    return sched_tcp_info(sch, out_info);
+    return sched_tcp_info(sch, out_info, 1);
 }

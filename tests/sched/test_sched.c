@@ -17,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cmocka.h>
@@ -982,6 +983,50 @@ static void test_sched_probe_rtt_drain_learns_interval(void **state)
     assert_int_equal(stats_of(f).probe_rtt_interval_ns, 9000 * MS);
 }
 
+static void test_sched_probe_rtt_drain_bounded(void **state)
+{
+    fixture *f = *state;
+    UTLS_SCHED_CONFIG cfg;
+    UTLS_SCHED_MSG lo = prio(0);
+    UTLS_SCHED_STATS st;
+    size_t n;
+
+    /* An RTT of 5 s (a peer that delays its ACKs): the drain still starts
+     * at most 250 ms before the predicted entry and ends at most 250 ms
+     * after it. */
+    UTLS_sched_config_default(&cfg);
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    bbr_path(f);
+    f->ti.srtt_us = 5000000;
+    observe_at(f, 1000);
+    f->ti.bbr_min_rtt_us = 60000;
+    observe_at(f, 2000);
+    submit(f, "bulk0", &lo);
+    f->now = (12000 - 251) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk0", NULL);
+    submit(f, "bulk1", &lo);
+    f->now = (12000 - 250) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    f->now = (12000 + 250) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    f->now += 1;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk1", NULL);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_drains, 1);
+    assert_int_equal(st.probe_rtt_drains_wasted, 1);
+    assert_int_equal(st.probe_rtt_drain_ns, 500 * MS + 1);
+    /* A min_rtt that changes on every flush (forged or real) only moves the
+     * stamp: no drain starts before the interval has nearly passed. */
+    for (f->now = 13000 * MS; f->now < 30000 * MS; f->now += 100 * MS) {
+        f->ti.bbr_min_rtt_us ^= 1;
+        assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    }
+    assert_int_equal(stats_of(f).probe_rtt_drains, 1);
+}
+
 static void test_sched_probe_rtt_drain_only_with_bbr(void **state)
 {
     fixture *f = *state;
@@ -1155,6 +1200,22 @@ static void test_sched_tcp_info_and_control(void **state)
     assert_true(ti.cwnd_segs > 0);
     assert_true(ti.srtt_us > 0);
     assert_int_equal(ti.max_pacing_rate, UINT64_MAX);
+    /* The congestion control's name and, for BBR, its state (TCP_CC_INFO). */
+    assert_true(ti.congestion_control[0] != '\0');
+    assert_int_equal(ti.cc_is_bbr, strcmp(ti.congestion_control, "bbr") == 0);
+    assert_int_equal(ti.bbr_min_rtt_us > 0, ti.cc_is_bbr);
+    if (setsockopt(cfd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) == 0) {
+        assert_int_equal(UTLS_tcp_get_info(cfd, &ti), 1);
+        assert_string_equal(ti.congestion_control, "bbr");
+        assert_int_equal(ti.cc_is_bbr, 1);
+    }
+    if (setsockopt(cfd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5) == 0) {
+        assert_int_equal(UTLS_tcp_get_info(cfd, &ti), 1);
+        assert_string_equal(ti.congestion_control, "cubic");
+        assert_int_equal(ti.cc_is_bbr, 0);
+        assert_int_equal(ti.bbr_min_rtt_us, 0);
+        assert_int_equal(ti.bbr_bw, 0);
+    }
     /* Safe control: a pacing cap and a window clamp only restrain. */
     assert_int_equal(UTLS_tcp_set_max_pacing_rate(cfd, 1000000), 1);
     assert_int_equal(UTLS_tcp_get_info(cfd, &ti), 1);
@@ -1197,6 +1258,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_wasted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_learns_interval, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_only_with_bbr, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sched_oversize_and_bad_messages, setup, teardown),
