@@ -435,7 +435,9 @@ static void probe_rtt_end_drain(UTLS_SCHED *sch, uint64_t now, int met)
         return;
     }
     p->draining = 0;
-    sch->stats.probe_rtt_drain_ns += now - p->drain_start_ns;
+    if (now > p->drain_start_ns) { /* an application's clock may step back */
+        sch->stats.probe_rtt_drain_ns += now - p->drain_start_ns;
+    }
     if (met) {
         sch->stats.probe_rtt_predicted++;
     } else {
@@ -491,7 +493,7 @@ static int probe_rtt_observe(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO 
         /* Entry. What the interval was, if the stamp is known. */
         p->in_probe_rtt = 1;
         sch->stats.probe_rtt_seen++;
-        if (p->known) {
+        if (p->known && now > p->stamp_ns) {
             uint64_t seen = now - p->stamp_ns;
 
             if (seen >= UTLS_SCHED_PROBE_RTT_MIN_INTERVAL_NS
