@@ -660,7 +660,8 @@ typedef struct utls_sched_env_st {
  * UTLS_sched_new returns a scheduler that writes to |s| (not owned: it must
  * outlive the scheduler), with |config| (copied; NULL for the defaults), or
  * NULL with an error on the queue (UTLS_R_SCHED_INVALID_CONFIG: a zero bound or
- * low-water mark). If SSL_get_wfd(s) is a TCP socket, TCP_NOTSENT_LOWAT is set
+ * low-water mark, a window reserve over 16, probe_rtt_drain not 0 or 1). If
+ * SSL_get_wfd(s) is a TCP socket, TCP_NOTSENT_LOWAT is set
  * on it to config->notsent_lowat, so that poll()/epoll report it writable only
  * when the scheduler will write.
  */
