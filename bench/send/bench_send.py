@@ -12,9 +12,12 @@
             window, which matters in BBR's ProbeRTT), plus the safe control
             UTLS_tcp_set_max_pacing_rate() at 95% of the bottleneck, which
             keeps the queue in the sender, where the scheduler decides,
-            instead of in the router.
+            instead of in the router, and with probe_rtt_drain (bulk is held
+            a little more than a round trip before BBR's predicted ProbeRTT,
+            so that the window is free when it drops to 4 segments).
    The receiver is the fork with SSL_MODE_UNORDERED and the tap, the same for
-   all; sched_noreserve is sched without the window reserve, sched_nocap
+   all; sched_nodrain is sched without probe_rtt_drain (the headline before
+   it), sched_noreserve is sched_nodrain without the window reserve, sched_nocap
    without the pacing cap, sched_inorder with an in-order receiver,
    sched_cubic with CUBIC instead of the system's congestion control (BBR).
    Each configuration is 3 connections of 40 s (about 1140 urgent messages
@@ -29,6 +32,12 @@
    dropping (5 ms margin on the arrival estimate): the share of delivered
    messages that arrived late, and the number of delivered messages that
    depend on a dropped one (must be 0).
+
+For sched and sched_nodrain the JSON also lines up the scheduler's ProbeRTT
+drains with BBR's real ProbeRTT entries in the sender's trace
+(sched_probe_rtt: entries met by a drain, the drain's lead, segments in
+flight at entry; the sender's drain counters), and compares their bulk
+throughput (sched_bulk_over_nodrain_bulk). --only runs a subset.
 
 Writes JSON (default build/bench/send.json). --smoke runs everything briefly
 on loopback (no testbed, no root) to check that the pipeline works.
@@ -157,16 +166,54 @@ def run_once(net, args, name, send_opts, unordered=True):
 
 
 # The sender's TCP state (sched_send --trace), one sample at most every 2 ms
-# while its loop runs: (ns, ca_state, cwnd, unacked, notsent, total_retrans).
+# while its loop runs: (ns, ca_state, cwnd, unacked, notsent, total_retrans,
+# bbr_min_rtt_us, drains started, draining). Older traces (11 fields) have no
+# drain columns.
 def read_trace(path):
     out = []
     if not os.path.exists(path):
         return out
     for line in open(path):
         f = line.split()
-        if len(f) == 11 and f[0] == 't':
-            out.append((int(f[1]), int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[7])))
+        if len(f) >= 11 and f[0] == 't':
+            extra = (int(f[11]), int(f[12]), int(f[14])) if len(f) >= 15 else (0, 0, 0)
+            out.append((int(f[1]), int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[7])) + extra)
     return out
+
+
+def probe_rtt_alignment(runs):
+    """Lines up the scheduler's drains with BBR's real ProbeRTT entries, from
+    the sender traces: an entry is the window falling to 4 segments from more
+    (outside the loss state). For each entry: whether a drain was under way
+    on the sample before it, how long before it that drain started, and the
+    segments still unacknowledged when it came (the drain's aim is few).
+    Counted over all connections, with the sender's own counters."""
+    entries = predicted = 0
+    leads, unacked_drained, unacked_other = [], [], []
+    for r in runs:
+        t = r[3]
+        drain_start = None
+        for a, b in zip(t, t[1:]):
+            if b[7] > a[7]:
+                drain_start = b[0]
+            if a[2] > PROBE_RTT_CWND and b[2] <= PROBE_RTT_CWND and b[1] != 4:
+                entries += 1
+                if a[8]:
+                    predicted += 1
+                    if drain_start is not None:
+                        leads.append((b[0] - drain_start) / 1e6)
+                    unacked_drained.append(b[3])
+                else:
+                    unacked_other.append(b[3])
+    counters = {}
+    for k in ('probe_rtt_seen', 'probe_rtt_predicted', 'probe_rtt_drains',
+              'probe_rtt_drains_wasted', 'probe_rtt_drain_ms', 'probe_rtt_held_bytes'):
+        counters[k] = sum(r[1].get(k, 0) for r in runs)
+    return {'trace_entries': entries, 'trace_entries_in_a_drain': predicted,
+            'drain_lead_ms_median': round(pct(leads, 50), 1) if leads else None,
+            'unacked_segs_at_entry_median_drained': pct(unacked_drained, 50),
+            'unacked_segs_at_entry_median_not_drained': pct(unacked_other, 50),
+            'sender_counters': counters}
 
 
 # BBR's ProbeRTT holds the window at 4 segments (bbr_cwnd_min_target) for
@@ -279,6 +326,10 @@ def runs(net, args, name, send_opts, unordered=True):
             for i in range(args.connections)]
 
 
+CONFIGS = ('stock', 'sched', 'sched_nodrain', 'sched_noreserve', 'sched_nocap', 'sched_inorder',
+           'sched_cubic', 'deadline')
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -304,6 +355,11 @@ def main():
                          '(below nfq-delay\'s 10; 0: normal scheduling)')
     ap.add_argument('--window-reserve', type=int, default=1,
                     help='window_reserve_segs of the scheduler runs (0: off)')
+    ap.add_argument('--probe-rtt-drain', type=int, default=1, choices=(0, 1),
+                    help='probe_rtt_drain of the scheduler runs other than sched_nodrain')
+    ap.add_argument('--only', default=','.join(CONFIGS),
+                    help='comma-separated configurations to run besides base (default: all: '
+                         '%s); the others are null in the JSON' % ','.join(CONFIGS))
     ap.add_argument('--prefix', default=os.environ.get('UTLS_TESTBED_PREFIX', 'bs7'),
                     help='testbed prefix (default $UTLS_TESTBED_PREFIX, else bs7): '
                          'parallel runs need different prefixes')
@@ -326,63 +382,63 @@ def main():
         base = urgent_stats(base_run, warm)
         target = 1.5 * base['p50_ms'] + mss_ms
         tctx = (target, base['p50_ms'], args.rtt)
-        stock = urgent_stats(runs(net, args, 'stock', ['--mode', 'stock', '--bulk-size',
-                                                      str(args.bulk_size)] + common), warm, *tctx)
+        only = set(x for x in args.only.split(',') if x)
+        if only - set(CONFIGS):
+            sys.exit('bench_send: unknown configuration(s) %s' % ','.join(sorted(only - set(CONFIGS))))
+        stock = sched = sched_nodrain = sched_noreserve = sched_nocap = None
+        sched_inorder = sched_cubic = with_drop = without = None
+        sched_summary, sched_alignment, nodrain_alignment = [], None, None
+        if 'stock' in only:
+            stock = urgent_stats(runs(net, args, 'stock', ['--mode', 'stock', '--bulk-size',
+                                                          str(args.bulk_size)] + common), warm, *tctx)
         cap = ['--pacing-cap', str(int(args.rate * 1e6 / 8 * args.pacing_cap_pct / 100))]
         plain_opts = ['--mode', 'sched', '--bulk-size', str(args.bulk_size), '--lowat',
-                      str(args.lowat)] + common
+                      str(args.lowat), '--probe-rtt-drain', '0'] + common
         nocap_opts = plain_opts + ['--window-reserve', str(args.window_reserve)]
-        sched_opts = nocap_opts + cap
-        sched_run = runs(net, args, 'sched', sched_opts)
-        sched_summary = [r[1] for r in sched_run]
-        sched = urgent_stats(sched_run, warm, *tctx)
-        sched['bulk_mbit_s'] = bulk_mbit_s(sched_run, args)
+        nodrain_opts = nocap_opts + cap
+        sched_opts = nodrain_opts + ['--probe-rtt-drain', str(args.probe_rtt_drain)]
+        if 'sched' in only:
+            sched_run = runs(net, args, 'sched', sched_opts)
+            sched_summary = [r[1] for r in sched_run]
+            sched = urgent_stats(sched_run, warm, *tctx)
+            sched['bulk_mbit_s'] = bulk_mbit_s(sched_run, args)
+            sched_alignment = probe_rtt_alignment(sched_run)
+        # The window reserve without draining ahead of ProbeRTT: the
+        # ProbeRTT entries then find about a BDP in flight.
+        if 'sched_nodrain' in only:
+            nodrain_run = runs(net, args, 'sched_nodrain', nodrain_opts)
+            sched_nodrain = urgent_stats(nodrain_run, warm, *tctx)
+            sched_nodrain['bulk_mbit_s'] = bulk_mbit_s(nodrain_run, args)
+            nodrain_alignment = probe_rtt_alignment(nodrain_run)
         # The scheduler as it was before the window reserve: BBR's ProbeRTT
         # then holds urgent messages behind bulk data for up to a round trip.
-        sched_noreserve = urgent_stats(runs(net, args, 'sched_noreserve', plain_opts + cap), warm,
-                                       *tctx)
-        sched_nocap = urgent_stats(runs(net, args, 'sched_nocap', nocap_opts), warm, *tctx)
-        sched_inorder = urgent_stats(runs(net, args, 'sched_inorder', sched_opts, unordered=False),
-                                     warm, *tctx)
+        if 'sched_noreserve' in only:
+            sched_noreserve = urgent_stats(runs(net, args, 'sched_noreserve', plain_opts + cap),
+                                           warm, *tctx)
+        if 'sched_nocap' in only:
+            sched_nocap = urgent_stats(runs(net, args, 'sched_nocap', nocap_opts), warm, *tctx)
+        if 'sched_inorder' in only:
+            sched_inorder = urgent_stats(runs(net, args, 'sched_inorder', sched_opts,
+                                              unordered=False), warm, *tctx)
         # The same with CUBIC: no ProbeRTT, but a loss-limited window.
-        cubic_run = runs(net, args, 'sched_cubic', sched_opts + ['--cc', 'cubic'])
-        sched_cubic = urgent_stats(cubic_run, warm, *tctx)
-        sched_cubic['bulk_mbit_s'] = bulk_mbit_s(cubic_run, args)
-        dl_common = ['--mode', 'sched', '--workload', 'deadline', '--duration', str(args.deadline_duration),
-                     '--deadline-ms', '200', '--frame-ms', '20', '--frame-msgs', '21', '--msg-size', '1426',
-                     '--gop', '10', '--lowat', str(args.lowat), '--deadline-margin-ms', '5'] + cap
-        with_drop = deadline_stats(*run(net, args, 'deadline_drop', dl_common))
-        without = deadline_stats(*run(net, args, 'deadline_nodrop', dl_common + ['--no-drop']))
+        if 'sched_cubic' in only:
+            cubic_run = runs(net, args, 'sched_cubic', sched_opts + ['--cc', 'cubic'])
+            sched_cubic = urgent_stats(cubic_run, warm, *tctx)
+            sched_cubic['bulk_mbit_s'] = bulk_mbit_s(cubic_run, args)
+        if 'deadline' in only:
+            dl_common = ['--mode', 'sched', '--workload', 'deadline', '--duration',
+                         str(args.deadline_duration), '--deadline-ms', '200', '--frame-ms', '20',
+                         '--frame-msgs', '21', '--msg-size', '1426', '--gop', '10', '--lowat',
+                         str(args.lowat), '--deadline-margin-ms', '5'] + cap
+            with_drop = deadline_stats(*run(net, args, 'deadline_drop', dl_common))
+            without = deadline_stats(*run(net, args, 'deadline_nodrop', dl_common + ['--no-drop']))
     finally:
         net.down()
 
     base_ms = base['p50_ms']
-    result = {
-        'network': 'loopback (smoke)' if args.smoke else
-        'testbed: rtt %g ms, loss %g%%, bottleneck %g Mbit/s, queue %s packets, seed %d'
-        % (args.rtt, args.loss, args.rate, args.queue, args.seed),
-        'workload': 'bulk %d-byte messages saturating at priority 0; a 200-byte priority-1 message '
-                    'every 100 ms; %d connections of %g s per configuration (2 s warm-up each); '
-                    'receiver: the fork, SSL_MODE_UNORDERED with the tap'
-                    % (args.bulk_size, args.connections, args.duration),
-        'base_ms': base_ms,
-        'base': base,
-        'stock': stock,
-        'sched': sched,
-        'sched_noreserve': sched_noreserve,
-        'sched_nocap': sched_nocap,
-        'sched_inorder': sched_inorder,
-        'sched_cubic': sched_cubic,
-        'congestion_control': open('/proc/sys/net/ipv4/tcp_congestion_control').read().strip(),
-        'pacing_cap_bytes_per_s': int(cap[1]),
-        'notsent_lowat': args.lowat,
-        'window_reserve_segs': args.window_reserve,
-        'mss_serialisation_ms': round(mss_ms, 3),
-        'target_sched_p99_ms': round(target, 2),
-        'sched_p99_within_target': sched['p99_ms'] <= target,
-        'stock_p99_over_sched_p99': round(stock['p99_ms'] / sched['p99_ms'], 1),
-        'sched_summary': sched_summary,
-        'deadline': {
+    deadline = None
+    if with_drop is not None:
+        deadline = {
             'workload': '21 x 1426-byte messages (one MSS-sized record each) every 20 ms (12 Mbit/s '
                         'offered), deadline 200 ms after generation, dependencies chained per slice in '
                         '10-frame groups, 5 ms margin, same pacing cap',
@@ -391,7 +447,41 @@ def main():
             'late_share_with_drop_under_1pct': (with_drop['late_share'] or 0) < 0.01,
             'no_delivered_message_depends_on_a_dropped_one':
                 with_drop['delivered_depending_on_dropped'] == 0,
-        },
+        }
+    result = {
+        'network': 'loopback (smoke)' if args.smoke else
+        'testbed: rtt %g ms, loss %g%%, bottleneck %g Mbit/s, queue %s packets, seed %d'
+        % (args.rtt, args.loss, args.rate, args.queue, args.seed),
+        'workload': 'bulk %d-byte messages saturating at priority 0; a 200-byte priority-1 message '
+                    'every 100 ms; %d connections of %g s per configuration (2 s warm-up each); '
+                    'receiver: the fork, SSL_MODE_UNORDERED with the tap'
+                    % (args.bulk_size, args.connections, args.duration),
+        'configurations_run': ['base'] + [c for c in CONFIGS if c in only],
+        'base_ms': base_ms,
+        'base': base,
+        'stock': stock,
+        'sched': sched,
+        'sched_nodrain': sched_nodrain,
+        'sched_noreserve': sched_noreserve,
+        'sched_nocap': sched_nocap,
+        'sched_inorder': sched_inorder,
+        'sched_cubic': sched_cubic,
+        'congestion_control': open('/proc/sys/net/ipv4/tcp_congestion_control').read().strip(),
+        'pacing_cap_bytes_per_s': int(cap[1]),
+        'notsent_lowat': args.lowat,
+        'window_reserve_segs': args.window_reserve,
+        'probe_rtt_drain': args.probe_rtt_drain,
+        'mss_serialisation_ms': round(mss_ms, 3),
+        'target_sched_p99_ms': round(target, 2),
+        'sched_p99_within_target': sched['p99_ms'] <= target if sched else None,
+        'stock_p99_over_sched_p99': round(stock['p99_ms'] / sched['p99_ms'], 1)
+        if stock and sched else None,
+        'sched_bulk_over_nodrain_bulk': round(sched['bulk_mbit_s'] / sched_nodrain['bulk_mbit_s'], 4)
+        if sched and sched_nodrain and sched_nodrain['bulk_mbit_s'] else None,
+        'sched_probe_rtt': sched_alignment,
+        'sched_nodrain_probe_rtt': nodrain_alignment,
+        'sched_summary': sched_summary,
+        'deadline': deadline,
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, 'w') as f:

@@ -262,8 +262,10 @@ int main(void)
         }
     }
     if (UTLS_sched_get_tcp_info(sch, &ti))
-        printf("tcp: srtt %u us, cwnd %u, in flight %llu B, unsent %llu B, pacing cap %llu B/s\n",
-               ti.srtt_us, ti.cwnd_segs, (unsigned long long)ti.bytes_in_flight,
+        printf("tcp: %s, srtt %u us, cwnd %u, in flight %llu B, unsent %llu B, "
+               "pacing cap %llu B/s\n",
+               ti.congestion_control[0] != '\0' ? ti.congestion_control : "?", ti.srtt_us,
+               ti.cwnd_segs, (unsigned long long)ti.bytes_in_flight,
                (unsigned long long)ti.notsent_bytes, (unsigned long long)ti.max_pacing_rate);
     /* Blocking-style end: write everything left. */
     if (UTLS_sched_drain(sch, 30000) != UTLS_SCHED_IDLE)

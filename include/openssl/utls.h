@@ -500,6 +500,15 @@ typedef struct utls_sched_config_st {
                                   * it waits, flush returns
                                   * UTLS_SCHED_WANT_TIMER (see docs/sched.md,
                                   * "The window reserve") */
+    uint32_t probe_rtt_drain;    /* 0: off; 1 (default): with a window
+                                  * reserve, while TCP runs BBR, predict its
+                                  * next ProbeRTT from TCP_INFO/TCP_CC_INFO and,
+                                  * a little more than a round trip before it,
+                                  * apply the reserve as if the window were
+                                  * already ProbeRTT's 4 segments, so that
+                                  * urgent messages find it free when it comes
+                                  * (docs/sched.md, "Draining ahead of BBR's
+                                  * ProbeRTT"); only ever withholds data */
 } UTLS_SCHED_CONFIG;
 
 /* UTLS_sched_config_default writes the defaults to |*out_config|. */
@@ -577,12 +586,32 @@ typedef struct utls_sched_stats_st {
     size_t queued_messages;      /* now waiting, the partial record included */
     size_t queued_bytes;
     uint64_t window_waits;       /* flushes stopped by the window reserve */
+    /* probe_rtt_drain (docs/sched.md, "Draining ahead of BBR's ProbeRTT"): */
+    uint64_t probe_rtt_seen;     /* BBR ProbeRTT entries observed */
+    uint64_t probe_rtt_predicted; /* of those, entries a drain was under way
+                                  * for (the others were missed: the first of
+                                  * a connection, or a wrong prediction) */
+    uint64_t probe_rtt_drains;   /* drains started */
+    uint64_t probe_rtt_drains_wasted; /* drains that ended without a ProbeRTT
+                                  * (BBR's min_rtt filter was refreshed
+                                  * unseen, or the prediction was wrong) */
+    uint64_t probe_rtt_drain_waits; /* flushes stopped by a drain (and not by
+                                  * the window reserve alone) */
+    uint64_t probe_rtt_drain_ns; /* time spent draining, all drains */
+    uint64_t probe_rtt_held_bytes; /* plaintext bytes of priority-0 messages
+                                  * that a drain made wait (each counted once,
+                                  * when written) */
+    uint64_t probe_rtt_next_ns;  /* the predicted next ProbeRTT entry on the
+                                  * scheduler's clock, 0 if unknown */
+    uint64_t probe_rtt_interval_ns; /* the learned time from BBR's min_rtt
+                                  * refresh to ProbeRTT (10 s in Linux) */
 } UTLS_SCHED_STATS;
 
 /*
  * UTLS_TCP_INFO: what the kernel knows about a TCP connection (icTCP's
- * "information"), from TCP_INFO. Times in microseconds, sizes in bytes unless
- * the name says segments.
+ * "information"), from TCP_INFO, TCP_CONGESTION and TCP_CC_INFO. Times in
+ * microseconds, sizes in bytes unless the name says segments. Fields are only
+ * ever appended.
  */
 typedef struct utls_tcp_info_st {
     uint32_t srtt_us;           /* smoothed RTT (tcpi_rtt) */
@@ -602,6 +631,17 @@ typedef struct utls_tcp_info_st {
     int delivery_rate_app_limited; /* the rate sample was application-limited */
     uint64_t pacing_rate;       /* bytes/s (tcpi_pacing_rate) */
     uint64_t max_pacing_rate;   /* bytes/s, ~0 if uncapped */
+    uint8_t ca_state;           /* tcpi_ca_state: 0 open, 1 disorder, 2 CWR,
+                                 * 3 recovery, 4 loss */
+    char congestion_control[16]; /* TCP_CONGESTION, NUL-terminated ("" if
+                                 * unknown) */
+    int cc_is_bbr;              /* congestion_control is "bbr" and TCP_CC_INFO
+                                 * returned its struct tcp_bbr_info */
+    uint32_t bbr_min_rtt_us;    /* BBR's windowed min RTT (bbr_min_rtt); it
+                                 * changes when BBR refreshes its min_rtt
+                                 * filter. 0 unless cc_is_bbr */
+    uint64_t bbr_bw;            /* BBR's bottleneck bandwidth estimate,
+                                 * bytes/s. 0 unless cc_is_bbr */
 } UTLS_TCP_INFO;
 
 /*
@@ -653,7 +693,8 @@ typedef struct utls_sched_env_st {
  * UTLS_sched_new returns a scheduler that writes to |s| (not owned: it must
  * outlive the scheduler), with |config| (copied; NULL for the defaults), or
  * NULL with an error on the queue (UTLS_R_SCHED_INVALID_CONFIG: a zero bound or
- * low-water mark). If SSL_get_wfd(s) is a TCP socket, TCP_NOTSENT_LOWAT is set
+ * low-water mark, a window reserve over 16, probe_rtt_drain not 0 or 1). If
+ * SSL_get_wfd(s) is a TCP socket, TCP_NOTSENT_LOWAT is set
  * on it to config->notsent_lowat, so that poll()/epoll report it writable only
  * when the scheduler will write.
  */
@@ -713,7 +754,8 @@ typedef enum {
                              * poll for POLLIN */
     UTLS_SCHED_ERROR,       /* SSL_write_ex failed (SSL_get_error() says why);
                              * the connection is unusable */
-    UTLS_SCHED_WANT_TIMER   /* only with window_reserve_segs: priority-0
+    UTLS_SCHED_WANT_TIMER   /* only with window_reserve_segs or a
+                             * probe_rtt_drain under way: priority-0
                              * messages wait for TCP's congestion window,
                              * which no poll() event reports: flush again
                              * after UTLS_SCHED_WINDOW_RECHECK_MS (or sooner,
@@ -731,7 +773,8 @@ typedef enum {
  * than the low-water mark, the next message (highest priority, oldest first,
  * its queued dependency first) is checked against its deadline and written;
  * with window_reserve_segs, priority-0 messages also wait for room in TCP's
- * congestion window (UTLS_SCHED_WANT_TIMER).
+ * congestion window, and with probe_rtt_drain for BBR's predicted ProbeRTT
+ * (UTLS_SCHED_WANT_TIMER).
  * It never blocks on a non-blocking socket; on a blocking one a write may
  * wait while the kernel drains to the low-water mark. Sets |*out_written| (if
  * not NULL) to the number of messages written, and returns the state.

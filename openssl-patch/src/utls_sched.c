@@ -47,6 +47,38 @@
 /* Message ids whose fate (dropped or not) is remembered, for dependencies.
  * A dependency older than this is refused rather than guessed. */
 #define UTLS_SCHED_FATE_WINDOW 65536
+/* BBR's ProbeRTT (Linux net/ipv4/tcp_bbr.c, v1): the window it holds
+ * (bbr_cwnd_min_target) and the life of its min_rtt filter
+ * (bbr_min_rtt_win_sec), the prior for the learned interval. */
+#define UTLS_SCHED_PROBE_RTT_CWND 4
+#define UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS (UINT64_C(10) * 1000000000)
+/* tcpi_ca_state (Linux enum tcp_ca_state). */
+#define UTLS_TCP_CA_RECOVERY 3
+/* Observed intervals (min_rtt refresh to ProbeRTT) outside these bounds are
+ * not learned. The lower one bounds how often a peer that controls the ACK
+ * timing (and so what the scheduler observes) can make it drain: a drain
+ * begins at least this less UTLS_SCHED_PROBE_RTT_MAX_LEAD_NS after the stamp
+ * it predicts from, one per stamp, and lasts at most twice that lead. */
+#define UTLS_SCHED_PROBE_RTT_MIN_INTERVAL_NS (UINT64_C(2) * 1000000000)
+#define UTLS_SCHED_PROBE_RTT_MAX_INTERVAL_NS (UINT64_C(60) * 1000000000)
+/* Intervals remembered; the prediction uses the shortest. The scheduler sees
+ * the stamp move when min_rtt changes, but BBR also moves it, unseen, on
+ * every later sample equal to min_rtt (common on a path with a fixed delay),
+ * so an observed interval is never shorter than BBR's own and the shortest of
+ * the last few is closest to it. Until that many were seen, BBR's 10 s counts
+ * as one of them, so that a first interval lengthened by such refreshes does
+ * not make the next prediction late. */
+#define UTLS_SCHED_PROBE_RTT_HISTORY 4
+/* A drain starts srtt + srtt/4 + this before the predicted entry, and waits
+ * for the entry as long after it: what is in flight is acknowledged within a
+ * round trip; the slack covers the error of the prediction (measured at
+ * 60 ms RTT: the entry came from 34 ms before to 36 ms after it) and the 2 ms
+ * between the application's flushes. */
+#define UTLS_SCHED_PROBE_RTT_LEAD_SLACK_NS (UINT64_C(20) * 1000000)
+/* The longest lead, and the longest wait past the predicted entry: an RTT
+ * inflated by a peer that delays its ACKs cannot make one drain withhold
+ * data for longer than twice this. */
+#define UTLS_SCHED_PROBE_RTT_MAX_LEAD_NS (UINT64_C(250) * 1000000)
 #define UTLS_SCHED_FLAGS_KNOWN (UTLS_SCHED_DEADLINE | UTLS_SCHED_PLAYOUT | UTLS_SCHED_DEPENDS)
 #define UTLS_SCHED_NUM_PRIORITIES 256
 #define UTLS_SCHED_NUM_SUBSTREAMS 256
@@ -63,6 +95,7 @@ struct sched_msg_st {
     uint64_t deadline_ns; /* 0: none */
     uint8_t priority;
     uint8_t substream;
+    uint8_t held_by_drain; /* a ProbeRTT drain made it wait */
     size_t len;
     unsigned char data[]; /* plaintext, owned; wiped on free */
 };
@@ -70,6 +103,33 @@ struct sched_msg_st {
 typedef struct {
     sched_msg *head, *tail;
 } sched_list;
+
+/*
+ * What the scheduler knows of BBR's ProbeRTT timer (probe_rtt_drain). BBR
+ * enters ProbeRTT at the first ACK after its min_rtt filter is
+ * bbr_min_rtt_win_sec (10 s) old; the filter's stamp moves when an RTT sample
+ * is at or below min_rtt (and at ProbeRTT's entry), and when ProbeRTT ends.
+ * From user space: the end of ProbeRTT is the window leaving 4 segments
+ * (TCP_INFO), a lower sample is bbr_min_rtt changing (TCP_CC_INFO). An equal
+ * sample moves the stamp unseen: the prediction is then early (by more than
+ * the drain's grace, the drain ends without a ProbeRTT and is counted as
+ * wasted).
+ */
+typedef struct {
+    int active;               /* BBR seen on the last observation */
+    int known;                /* stamp_ns is an estimate of BBR's stamp */
+    int in_probe_rtt;
+    int draining;
+    int drained_this_stamp;   /* one drain per stamp */
+    uint32_t last_cwnd;
+    uint32_t last_min_rtt_us;
+    uint64_t stamp_ns;
+    uint64_t entry_ns;        /* predicted entry (stamp + interval) */
+    uint64_t drain_start_ns;
+    uint64_t drain_end_ns;    /* entry + grace: past it, the drain is wasted */
+    uint64_t history[UTLS_SCHED_PROBE_RTT_HISTORY]; /* 0: empty */
+    size_t history_next;
+} sched_probe_rtt;
 
 typedef struct {
     uint32_t hz;
@@ -98,6 +158,8 @@ struct utls_sched_st {
     uint8_t dropped[UTLS_SCHED_FATE_WINDOW / 8]; /* bit per id mod window */
 
     sched_clock clocks[UTLS_SCHED_NUM_SUBSTREAMS];
+
+    sched_probe_rtt prt;
 
     UTLS_SCHED_DROP *reports; /* ring */
     size_t report_head, num_reports;
@@ -129,9 +191,41 @@ struct utls_kernel_tcp_info {
     uint64_t tcpi_bytes_sent, tcpi_bytes_retrans;
 };
 
+/* The kernel's struct tcp_bbr_info (include/uapi/linux/inet_diag.h), what
+ * TCP_CC_INFO returns for BBR. Vegas and DCTCP return 16 bytes, BBR 20. */
+struct utls_kernel_bbr_info {
+    uint32_t bbr_bw_lo, bbr_bw_hi, bbr_min_rtt, bbr_pacing_gain, bbr_cwnd_gain;
+};
+
 /* --- TCP information and safe control -------------------------------- */
 
-int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
+/* tcp_get_cc reads the congestion control's name and, for BBR, its state. */
+static void tcp_get_cc(int fd, UTLS_TCP_INFO *out)
+{
+    struct utls_kernel_bbr_info bi;
+    socklen_t len = sizeof(out->congestion_control) - 1;
+
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, out->congestion_control, &len) != 0) {
+        memset(out->congestion_control, 0, sizeof(out->congestion_control));
+        return;
+    }
+    if (strcmp(out->congestion_control, "bbr") != 0) {
+        return;
+    }
+    memset(&bi, 0, sizeof(bi));
+    len = sizeof(bi);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CC_INFO, &bi, &len) != 0 || len != sizeof(bi)) {
+        return;
+    }
+    out->cc_is_bbr = 1;
+    out->bbr_min_rtt_us = bi.bbr_min_rtt;
+    out->bbr_bw = (uint64_t)bi.bbr_bw_hi << 32 | bi.bbr_bw_lo;
+}
+
+/* tcp_get_info is UTLS_tcp_get_info; |want_cc| 0 leaves out the congestion
+ * control's name and state (two more system calls per flush, which the
+ * scheduler makes only when its ProbeRTT drain can use them). */
+static int tcp_get_info(int fd, UTLS_TCP_INFO *out_info, int want_cc)
 {
     struct utls_kernel_tcp_info ti;
     socklen_t len = sizeof(ti);
@@ -142,11 +236,24 @@ int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
     }
     memset(out_info, 0, sizeof(*out_info));
     memset(&ti, 0, sizeof(ti));
-    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
-        utls_raise(UTLS_R_SCHED_TCP_INFO, "getsockopt(TCP_INFO) on fd %d: %s", fd,
-                   strerror(errno));
+    if (fd < 0) {
+        utls_raise(UTLS_R_SCHED_TCP_INFO, "getsockopt(TCP_INFO) on fd %d: bad descriptor", fd);
         return 0;
     }
+    /* The congestion control's state first, TCP_INFO second: an ACK between
+     * the two calls that starts ProbeRTT then shows as the window dropping
+     * with the old min_rtt, never as a min_rtt refresh without the window
+     * dropping (which would cancel a drain just before it pays off). */
+    if (want_cc) {
+        tcp_get_cc(fd, out_info);
+    }
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) {
+        utls_raise(UTLS_R_SCHED_TCP_INFO, "getsockopt(TCP_INFO) on fd %d: %s", fd,
+                   strerror(errno));
+        memset(out_info, 0, sizeof(*out_info));
+        return 0;
+    }
+    out_info->ca_state = ti.tcpi_ca_state;
     out_info->srtt_us = ti.tcpi_rtt;
     out_info->rttvar_us = ti.tcpi_rttvar;
     out_info->min_rtt_us = ti.tcpi_min_rtt;
@@ -170,6 +277,11 @@ int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
     out_info->pacing_rate = ti.tcpi_pacing_rate;
     out_info->max_pacing_rate = ti.tcpi_max_pacing_rate;
     return 1;
+}
+
+int UTLS_tcp_get_info(int fd, UTLS_TCP_INFO *out_info)
+{
+    return tcp_get_info(fd, out_info, 1);
 }
 
 int UTLS_tcp_set_window_clamp(int fd, uint32_t bytes)
@@ -221,9 +333,16 @@ static uint64_t sched_now(const UTLS_SCHED *sch)
     return utls_now_ns();
 }
 
+/* probe_rtt_wanted: the ProbeRTT drain is configured, so the congestion
+ * control's state is worth its system calls. */
+static int probe_rtt_wanted(const UTLS_SCHED *sch)
+{
+    return sch->config.probe_rtt_drain && sch->config.window_reserve_segs > 0;
+}
+
 /* sched_tcp_info returns 1 with |*out| filled, or 0 if nothing is known
  * (no TCP socket: a memory BIO, a socketpair). Leaves no error behind. */
-static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out)
+static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out, int want_cc)
 {
     int fd;
 
@@ -237,7 +356,7 @@ static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out)
         return 0;
     }
     ERR_set_mark();
-    if (!UTLS_tcp_get_info(fd, out)) {
+    if (!tcp_get_info(fd, out, want_cc)) {
         ERR_pop_to_mark();
         return 0;
     }
@@ -257,18 +376,171 @@ static int sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out)
  * holds a message while nothing is in flight: then no acknowledgement would
  * come to open the window, and the connection would stall.
  */
-static int sched_window_full(const UTLS_SCHED *sch, const UTLS_TCP_INFO *ti, size_t len)
+static int sched_window_full(const UTLS_SCHED *sch, const UTLS_TCP_INFO *ti, size_t len,
+                             int draining)
 {
-    uint64_t window, used;
+    uint64_t window, used, cwnd = ti->cwnd_segs, reserve = sch->config.window_reserve_segs;
 
-    if (sch->config.window_reserve_segs == 0 || ti->mss == 0 || ti->cwnd_segs == 0
-        || ti->bytes_in_flight == 0) {
+    if (draining && cwnd > UTLS_SCHED_PROBE_RTT_CWND) {
+        /* Ahead of a predicted ProbeRTT: as if the window were already the
+         * 4 segments it is about to become. */
+        cwnd = UTLS_SCHED_PROBE_RTT_CWND;
+    }
+    if (reserve == 0 || ti->mss == 0 || cwnd == 0 || ti->bytes_in_flight == 0) {
         return 0;
     }
-    window = (uint64_t)ti->cwnd_segs * ti->mss;
-    used = ti->bytes_in_flight + ti->notsent_bytes + len
-           + (uint64_t)sch->config.window_reserve_segs * ti->mss;
+    window = cwnd * ti->mss;
+    used = ti->bytes_in_flight + ti->notsent_bytes + len + reserve * ti->mss;
     return used > window;
+}
+
+/* --- Draining ahead of BBR's ProbeRTT (probe_rtt_drain) --------------- */
+
+/* probe_rtt_interval is the shortest remembered interval, BBR's 10 s
+ * included until the history is full. */
+static uint64_t probe_rtt_interval(const sched_probe_rtt *p)
+{
+    uint64_t best = 0;
+    size_t i;
+    int full = 1;
+
+    for (i = 0; i < UTLS_SCHED_PROBE_RTT_HISTORY; i++) {
+        if (p->history[i] == 0) {
+            full = 0;
+        } else if (best == 0 || p->history[i] < best) {
+            best = p->history[i];
+        }
+    }
+    if (!full && (best == 0 || UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS < best)) {
+        best = UTLS_SCHED_PROBE_RTT_DEFAULT_INTERVAL_NS;
+    }
+    return best;
+}
+
+/* probe_rtt_lead: how long before the entry a drain starts (and how long
+ * after it a drain still waits for it): a round trip and a quarter, which
+ * is when what is in flight now has been acknowledged, plus slack. */
+static uint64_t probe_rtt_lead(const UTLS_TCP_INFO *ti)
+{
+    uint64_t lead = (uint64_t)ti->srtt_us * 1000 * 5 / 4 + UTLS_SCHED_PROBE_RTT_LEAD_SLACK_NS;
+
+    return lead < UTLS_SCHED_PROBE_RTT_MAX_LEAD_NS ? lead : UTLS_SCHED_PROBE_RTT_MAX_LEAD_NS;
+}
+
+static void probe_rtt_end_drain(UTLS_SCHED *sch, uint64_t now, int met)
+{
+    sched_probe_rtt *p = &sch->prt;
+
+    if (!p->draining) {
+        return;
+    }
+    p->draining = 0;
+    if (now > p->drain_start_ns) { /* an application's clock may step back */
+        sch->stats.probe_rtt_drain_ns += now - p->drain_start_ns;
+    }
+    if (met) {
+        sch->stats.probe_rtt_predicted++;
+    } else {
+        sch->stats.probe_rtt_drains_wasted++;
+    }
+}
+
+static void probe_rtt_set_stamp(sched_probe_rtt *p, uint64_t now)
+{
+    p->known = 1;
+    p->stamp_ns = now;
+    p->drained_this_stamp = 0;
+}
+
+/*
+ * probe_rtt_observe follows BBR's ProbeRTT timer from one TCP_INFO sample
+ * and says whether a drain is under way: 1 if priority-0 messages are to be
+ * held as if the window were already ProbeRTT's. Pure policy on |now| and
+ * |ti| (the unit tests feed it synthetic samples through UTLS_SCHED_ENV).
+ */
+static int probe_rtt_observe(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO *ti, int have_ti)
+{
+    sched_probe_rtt *p = &sch->prt;
+    int in_probe_rtt;
+    uint64_t lead;
+
+    if (!probe_rtt_wanted(sch) || !have_ti || !ti->cc_is_bbr || ti->cwnd_segs == 0) {
+        /* Off, no window reserve to keep free, or not BBR (any more): forget
+         * everything, hold nothing. */
+        if (p->active) {
+            probe_rtt_end_drain(sch, now, 0);
+            memset(p, 0, sizeof(*p));
+            sch->stats.probe_rtt_next_ns = 0;
+            sch->stats.probe_rtt_interval_ns = 0;
+        }
+        return 0;
+    }
+    if (!p->active) {
+        p->active = 1;
+        p->last_cwnd = ti->cwnd_segs;
+        p->last_min_rtt_us = ti->bbr_min_rtt_us;
+    }
+    /* ProbeRTT holds the window at 4 segments. A small window in the loss
+     * state (a timeout's 1) is not ProbeRTT; in recovery BBR's window is what
+     * was in flight, which is small during a drain, so there it counts only
+     * with the min_rtt change that ProbeRTT's entry usually makes (an entry
+     * it misses is seen when recovery ends). */
+    in_probe_rtt = ti->cwnd_segs <= UTLS_SCHED_PROBE_RTT_CWND
+                   && (ti->ca_state < UTLS_TCP_CA_RECOVERY
+                       || (ti->ca_state == UTLS_TCP_CA_RECOVERY
+                           && ti->bbr_min_rtt_us != p->last_min_rtt_us));
+    if (!p->in_probe_rtt && in_probe_rtt && p->last_cwnd > UTLS_SCHED_PROBE_RTT_CWND) {
+        /* Entry. What the interval was, if the stamp is known. */
+        p->in_probe_rtt = 1;
+        sch->stats.probe_rtt_seen++;
+        if (p->known && now > p->stamp_ns) {
+            uint64_t seen = now - p->stamp_ns;
+
+            if (seen >= UTLS_SCHED_PROBE_RTT_MIN_INTERVAL_NS
+                && seen <= UTLS_SCHED_PROBE_RTT_MAX_INTERVAL_NS) {
+                p->history[p->history_next] = seen;
+                p->history_next = (p->history_next + 1) % UTLS_SCHED_PROBE_RTT_HISTORY;
+            }
+        }
+        probe_rtt_end_drain(sch, now, 1);
+        p->known = 0;
+    } else if (p->in_probe_rtt && ti->cwnd_segs > UTLS_SCHED_PROBE_RTT_CWND) {
+        /* Exit: bbr_check_probe_rtt_done() sets min_rtt_stamp = now. */
+        p->in_probe_rtt = 0;
+        probe_rtt_set_stamp(p, now);
+    } else if (!p->in_probe_rtt && ti->bbr_min_rtt_us != p->last_min_rtt_us) {
+        /* A new min_rtt sample moved the stamp: no ProbeRTT for another
+         * interval. A drain under way was for nothing. */
+        probe_rtt_end_drain(sch, now, 0);
+        probe_rtt_set_stamp(p, now);
+    }
+    if (ti->cwnd_segs > UTLS_SCHED_PROBE_RTT_CWND || ti->ca_state < UTLS_TCP_CA_RECOVERY) {
+        /* A small window in recovery is not remembered: if ProbeRTT began
+         * during it, its entry is seen when recovery ends. */
+        p->last_cwnd = ti->cwnd_segs;
+    }
+    p->last_min_rtt_us = ti->bbr_min_rtt_us;
+    sch->stats.probe_rtt_interval_ns = probe_rtt_interval(p);
+
+    if (!p->known || p->in_probe_rtt) {
+        sch->stats.probe_rtt_next_ns = 0;
+        return 0;
+    }
+    p->entry_ns = p->stamp_ns + probe_rtt_interval(p);
+    sch->stats.probe_rtt_next_ns = p->entry_ns;
+    lead = probe_rtt_lead(ti);
+    if (p->draining && now > p->drain_end_ns) {
+        /* The entry did not come: an unseen refresh, or a wrong interval. */
+        probe_rtt_end_drain(sch, now, 0);
+    } else if (!p->draining && !p->drained_this_stamp && now + lead >= p->entry_ns
+               && now < p->entry_ns + lead) {
+        p->draining = 1;
+        p->drained_this_stamp = 1;
+        p->drain_start_ns = now;
+        p->drain_end_ns = p->entry_ns + lead;
+        sch->stats.probe_rtt_drains++;
+    }
+    return p->draining;
 }
 
 /*
@@ -586,6 +858,7 @@ void UTLS_sched_config_default(UTLS_SCHED_CONFIG *out_config)
     out_config->max_bytes = UTLS_SCHED_DEFAULT_MAX_BYTES;
     out_config->notsent_lowat = UTLS_SCHED_DEFAULT_NOTSENT_LOWAT;
     out_config->deadline_margin_ns = 0;
+    out_config->probe_rtt_drain = 1;
 }
 
 UTLS_SCHED *UTLS_sched_new(SSL *s, const UTLS_SCHED_CONFIG *config)
@@ -602,6 +875,11 @@ UTLS_SCHED *UTLS_sched_new(SSL *s, const UTLS_SCHED_CONFIG *config)
             || config->notsent_lowat > INT32_MAX)) {
         utls_raise(UTLS_R_SCHED_INVALID_CONFIG,
                    "max_messages, max_bytes and notsent_lowat must be non-zero");
+        return NULL;
+    }
+    if (config != NULL && config->probe_rtt_drain > 1) {
+        utls_raise(UTLS_R_SCHED_INVALID_CONFIG, "probe_rtt_drain %u is not 0 or 1",
+                   config->probe_rtt_drain);
         return NULL;
     }
     if (config != NULL && config->window_reserve_segs > UTLS_SCHED_MAX_WINDOW_RESERVE) {
@@ -728,7 +1006,7 @@ static int sched_deadline(UTLS_SCHED *sch, const UTLS_SCHED_MSG *msg, uint64_t n
         }
         if (!c->started) {
             UTLS_TCP_INFO ti;
-            int have = sched_tcp_info(sch, &ti);
+            int have = sched_tcp_info(sch, &ti, 0);
 
             c->started = 1;
             c->origin_ts = msg->playout_ts;
@@ -894,6 +1172,9 @@ static UTLS_SCHED_RESULT sched_write(UTLS_SCHED *sch, int *out_done)
         sch->partial = NULL;
         sch->stats.written++;
         sch->stats.written_bytes += m->len;
+        if (m->held_by_drain) {
+            sch->stats.probe_rtt_held_bytes += m->len;
+        }
         sch->stats.queued_messages--;
         sch->stats.queued_bytes -= m->len;
         sched_msg_free(m);
@@ -930,7 +1211,7 @@ UTLS_SCHED_RESULT UTLS_sched_flush(UTLS_SCHED *sch, size_t *out_written)
     }
     for (;;) {
         UTLS_TCP_INFO ti;
-        int have_ti, done;
+        int have_ti, done, draining;
         uint64_t now, est;
         sched_msg *m;
 
@@ -944,7 +1225,8 @@ UTLS_SCHED_RESULT UTLS_sched_flush(UTLS_SCHED *sch, size_t *out_written)
             n++;
         }
         now = sched_now(sch);
-        have_ti = sched_tcp_info(sch, &ti);
+        have_ti = sched_tcp_info(sch, &ti, probe_rtt_wanted(sch));
+        draining = probe_rtt_observe(sch, now, &ti, have_ti);
         sched_sweep(sch, now, &ti, have_ti);
         m = sched_highest(sch);
         if (m == NULL) {
@@ -956,11 +1238,19 @@ UTLS_SCHED_RESULT UTLS_sched_flush(UTLS_SCHED *sch, size_t *out_written)
             r = UTLS_SCHED_WANT_WRITE;
             break;
         }
-        if (m->priority == 0 && have_ti && sched_window_full(sch, &ti, m->len)) {
+        if (m->priority == 0 && have_ti) {
             /* Everything queued is priority 0 (m is the highest). */
-            sch->stats.window_waits++;
-            r = UTLS_SCHED_WANT_TIMER;
-            break;
+            if (sched_window_full(sch, &ti, m->len, 0)) {
+                sch->stats.window_waits++;
+                r = UTLS_SCHED_WANT_TIMER;
+                break;
+            }
+            if (draining && sched_window_full(sch, &ti, m->len, 1)) {
+                sch->stats.probe_rtt_drain_waits++;
+                m->held_by_drain = 1;
+                r = UTLS_SCHED_WANT_TIMER;
+                break;
+            }
         }
         /* A message never goes before the message it depends on: that one
          * is pulled ahead instead (priority inheritance), so that a dropped
@@ -1083,5 +1373,5 @@ int UTLS_sched_get_tcp_info(UTLS_SCHED *sch, UTLS_TCP_INFO *out_info)
     if (sch == NULL || out_info == NULL) {
         return 0;
     }
-    return sched_tcp_info(sch, out_info);
+    return sched_tcp_info(sch, out_info, 1);
 }

@@ -6,6 +6,9 @@
 # sender and receiver namespaces over a lossy bottleneck (needs root and
 # tools/testbed; exits 77 to skip otherwise); "loopback" over 127.0.0.1.
 # The testbed prefix is ${UTLS_TESTBED_PREFIX:-ts7} followed by this PID.
+# With UTLS_CHECK_PROBE_RTT=1 the sender also writes a TCP trace
+# (WORKDIR/trace) and check_probe_rtt.py checks its ProbeRTT drains against
+# BBR's real ProbeRTT entries.
 set -euo pipefail
 where=$1 bin=$2 work=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,3 +46,6 @@ cat "$work/recv.err" "$work/send.err" "$work/send.out"
 [ $rc = 0 ] || { echo "stock receiver failed ($rc)"; exit 1; }
 # Not exec: the EXIT trap must still take the testbed down.
 /usr/bin/python3 "$here/check_delivery.py" "$work/recv.out" "$work/send.out" "$work/drops"
+if [ "${UTLS_CHECK_PROBE_RTT:-0}" = 1 ]; then
+    /usr/bin/python3 "$here/check_probe_rtt.py" "$work/trace" "$work/send.out"
+fi

@@ -6,7 +6,7 @@
  *   sched_send --connect IP:PORT [--mode sched|stock] [--workload W]
  *              [--duration S] [--lowat BYTES] [--drops FILE] [--seed N]
  *              [--pacing-cap BYTES_PER_S] [--deadline-margin-ms MS] [--cc NAME]
- *              [--trace FILE] [--window-reserve SEGMENTS]
+ *              [--trace FILE] [--window-reserve SEGMENTS] [--probe-rtt-drain 0|1]
  *              [fig2c: --hp-interval-ms MS --hp-size B --bulk-size B (0: none)]
  *              [deadline: --deadline-ms MS --frame-ms MS --frame-msgs N
  *                         --msg-size B --gop N --no-drop]
@@ -25,7 +25,7 @@
  *
  * At the end it drains, sends close_notify and prints one line
  * "summary submitted=N written=W dropped=D refused=R squashed=S deadline=L
- * dependency=P"; --drops gets the app id of every dropped message, one a
+ * dependency=P ..." (with the ProbeRTT drain counters); --drops gets the app id of every dropped message, one a
  * line. App ids are the scheduler's message ids.
  */
 #define _GNU_SOURCE /* ppoll */
@@ -72,15 +72,23 @@ typedef struct {
     const char *cc; /* TCP_CONGESTION, NULL: the system's */
     const char *trace_path; /* --trace: TCP state every 2 ms, for diagnosis */
     unsigned window_reserve; /* --window-reserve: window_reserve_segs */
+    int probe_rtt_drain;     /* --probe-rtt-drain: -1 the library's default */
 } options;
 
+static UTLS_SCHED *trace_sched; /* its drain counters go into the trace */
+
 /* trace_tcp appends one line "t NS ca_state cwnd unacked notsent retransmits
- * total_retrans pacing_rate delivery_rate srtt_us" to f, at most every 2 ms:
- * the benchmark joins it with the urgent messages' latencies to say where a
- * slow one waited (loss recovery, a small window, unsent bytes). */
+ * total_retrans pacing_rate delivery_rate srtt_us bbr_min_rtt_us drains
+ * next_probe_rtt_ns draining" to f, at most every 2 ms (drains: drains
+ * started so far; draining: 1 while one is under way): the benchmark joins it
+ * with the urgent messages' latencies to say where a slow one waited (loss
+ * recovery, a small window, unsent bytes) and lines up predicted drains with
+ * the ProbeRTT entries. */
 static void trace_tcp(FILE *f, int fd, uint64_t now)
 {
     static uint64_t last;
+    UTLS_SCHED_STATS st;
+    int draining = 0;
     struct tcp_info ti; /* glibc's: for tcpi_ca_state */
     socklen_t len = sizeof(ti);
     UTLS_TCP_INFO u;
@@ -91,11 +99,19 @@ static void trace_tcp(FILE *f, int fd, uint64_t now)
     memset(&ti, 0, sizeof(ti));
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || !UTLS_tcp_get_info(fd, &u))
         return;
-    fprintf(f, "t %llu %u %u %u %llu %u %llu %llu %llu %u\n", (unsigned long long)now,
-            ti.tcpi_ca_state, u.cwnd_segs, u.unacked_segs, (unsigned long long)u.notsent_bytes,
-            ti.tcpi_retransmits,
+    memset(&st, 0, sizeof(st));
+    if (trace_sched != NULL) {
+        UTLS_sched_get_stats(trace_sched, &st);
+        draining = st.probe_rtt_drains
+                   > st.probe_rtt_drains_wasted + st.probe_rtt_predicted;
+    }
+    fprintf(f, "t %llu %u %u %u %llu %u %llu %llu %llu %u %u %llu %llu %d\n",
+            (unsigned long long)now, ti.tcpi_ca_state, u.cwnd_segs, u.unacked_segs,
+            (unsigned long long)u.notsent_bytes, ti.tcpi_retransmits,
             (unsigned long long)u.total_retrans, (unsigned long long)u.pacing_rate,
-            (unsigned long long)u.delivery_rate, u.srtt_us);
+            (unsigned long long)u.delivery_rate, u.srtt_us, u.bbr_min_rtt_us,
+            (unsigned long long)st.probe_rtt_drains, (unsigned long long)st.probe_rtt_next_ns,
+            draining);
 }
 
 static FILE *trace_file;
@@ -311,10 +327,13 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
         cfg.notsent_lowat = o->lowat;
     cfg.deadline_margin_ns = o->margin_ns;
     cfg.window_reserve_segs = o->window_reserve;
+    if (o->probe_rtt_drain >= 0)
+        cfg.probe_rtt_drain = (uint32_t)o->probe_rtt_drain;
     if (deadline && o->no_drop)
         cfg.max_bytes = 256u << 20; /* let the backlog show */
     if ((s.sch = UTLS_sched_new(ssl, &cfg)) == NULL)
         die("UTLS_sched_new");
+    trace_sched = s.sch;
 
     while ((now = sw_now_ns()) < end) {
         uint64_t wake = end;
@@ -375,14 +394,25 @@ static void run_sched(options *o, SSL *ssl, int fd, FILE *drops)
         die("could not drain the scheduler");
     UTLS_sched_get_stats(s.sch, &st);
     printf("summary submitted=%llu written=%llu dropped=%llu refused=%llu squashed=%llu "
-           "deadline=%llu dependency=%llu overtaken=%llu lowat_waits=%llu\n",
+           "deadline=%llu dependency=%llu overtaken=%llu lowat_waits=%llu window_waits=%llu "
+           "probe_rtt_seen=%llu probe_rtt_predicted=%llu probe_rtt_drains=%llu "
+           "probe_rtt_drains_wasted=%llu probe_rtt_drain_waits=%llu probe_rtt_drain_ms=%llu "
+           "probe_rtt_held_bytes=%llu probe_rtt_interval_ms=%llu\n",
            (unsigned long long)s.submitted, (unsigned long long)st.written,
            (unsigned long long)s.dropped, (unsigned long long)s.refused,
            (unsigned long long)st.dropped_squashed, (unsigned long long)st.dropped_deadline,
            (unsigned long long)st.dropped_dependency, (unsigned long long)st.overtaken,
-           (unsigned long long)st.lowat_waits);
+           (unsigned long long)st.lowat_waits, (unsigned long long)st.window_waits,
+           (unsigned long long)st.probe_rtt_seen, (unsigned long long)st.probe_rtt_predicted,
+           (unsigned long long)st.probe_rtt_drains,
+           (unsigned long long)st.probe_rtt_drains_wasted,
+           (unsigned long long)st.probe_rtt_drain_waits,
+           (unsigned long long)(st.probe_rtt_drain_ns / MS),
+           (unsigned long long)st.probe_rtt_held_bytes,
+           (unsigned long long)(st.probe_rtt_interval_ns / MS));
     if (st.written + s.dropped != s.submitted)
         die("written + dropped != submitted");
+    trace_sched = NULL;
     UTLS_sched_free(s.sch);
     free(s.lane_last);
 }
@@ -492,6 +522,7 @@ int main(int argc, char **argv)
     o.frame_msgs = 30;
     o.gop = 10;
     o.msg_size = 1000;
+    o.probe_rtt_drain = -1;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -532,6 +563,8 @@ int main(int argc, char **argv)
             o.msg_size = (size_t)atol(v);
         else if (strcmp(a, "--window-reserve") == 0)
             o.window_reserve = (unsigned)atoi(v);
+        else if (strcmp(a, "--probe-rtt-drain") == 0)
+            o.probe_rtt_drain = atoi(v);
         else if (strcmp(a, "--trace") == 0)
             o.trace_path = v;
         else if (strcmp(a, "--cc") == 0)

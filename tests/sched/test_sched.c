@@ -17,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cmocka.h>
@@ -754,6 +755,346 @@ static void test_sched_window_reserve(void **state)
     expect(f, "bulk4", NULL);
 }
 
+/* ---- Draining ahead of BBR's ProbeRTT (probe_rtt_drain) ---------------- */
+
+/* bbr_path sets the fake TCP information of a BBR connection in steady
+ * state: a window of 100 segments of 1000 bytes, 50 in flight, 60 ms RTT. */
+static void bbr_path(fixture *f)
+{
+    memset(&f->ti, 0, sizeof(f->ti));
+    f->ti.mss = 1000;
+    f->ti.cwnd_segs = 100;
+    f->ti.bytes_in_flight = 50000;
+    f->ti.srtt_us = 60000;
+    f->ti.cc_is_bbr = 1;
+    strcpy(f->ti.congestion_control, "bbr");
+    f->ti.bbr_min_rtt_us = 60100;
+}
+
+/* observe_at moves the fake clock to |ms| and lets the scheduler look at the
+ * TCP information (a flush with nothing queued still observes). */
+static void observe_at(fixture *f, uint64_t ms)
+{
+    size_t n;
+
+    f->now = ms * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(n, 0);
+}
+
+static UTLS_SCHED_STATS stats_of(fixture *f)
+{
+    UTLS_SCHED_STATS st;
+
+    assert_int_equal(UTLS_sched_get_stats(f->sch, &st), 1);
+    return st;
+}
+
+/* The lead of a drain at 60 ms RTT: srtt + srtt/4 + 20 ms of slack. */
+#define DRAIN_LEAD_MS 95
+
+static void test_sched_probe_rtt_drain_predicts_and_holds(void **state)
+{
+    fixture *f = *state;
+    UTLS_SCHED_CONFIG cfg;
+    UTLS_SCHED_MSG lo = prio(0), hi = prio(1);
+    UTLS_SCHED_STATS st;
+    size_t n;
+
+    UTLS_sched_config_default(&cfg);
+    assert_int_equal(cfg.probe_rtt_drain, 1);
+    cfg.probe_rtt_drain = 2;
+    assert_null(UTLS_sched_new(f->c, &cfg));
+    expect_error(UTLS_R_SCHED_INVALID_CONFIG);
+    cfg.probe_rtt_drain = 1;
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    bbr_path(f);
+
+    /* The stamp of BBR's min_rtt filter is unknown: no prediction. */
+    observe_at(f, 1000);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_next_ns, 0);
+    assert_int_equal(st.probe_rtt_interval_ns, 10000 * MS);
+    /* A lower RTT sample: the filter was refreshed now; ProbeRTT is due
+     * 10 s later. */
+    f->ti.bbr_min_rtt_us = 60000;
+    observe_at(f, 2000);
+    assert_int_equal(stats_of(f).probe_rtt_next_ns, 12000 * MS);
+
+    /* Just before the drain: bulk fills the window as usual. */
+    submit(f, "bulk0", &lo);
+    f->now = (12000 - DRAIN_LEAD_MS - 1) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(n, 1);
+    expect(f, "bulk0", NULL);
+    /* A round trip and a bit before it: bulk waits while more than the
+     * ProbeRTT window less the reserve (3 segments) is in flight... */
+    submit(f, "bulk1", &lo);
+    f->now = (12000 - DRAIN_LEAD_MS) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(n, 0);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_drains, 1);
+    assert_int_equal(st.probe_rtt_drain_waits, 1);
+    assert_int_equal(st.window_waits, 0);
+    /* ...while urgent messages go at once. */
+    submit(f, "urgent0", &hi);
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(n, 1);
+    expect(f, "urgent0", NULL);
+    /* Acknowledgements come: 2 segments + 5 bytes + the reserve fit 4. */
+    f->now += 30 * MS;
+    f->ti.bytes_in_flight = 2995;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(n, 1);
+    expect(f, "bulk1", NULL);
+    /* Nothing in flight: never held (no acknowledgement would come). */
+    f->ti.bytes_in_flight = 0;
+    f->ti.notsent_bytes = 0;
+    submit(f, "bulk2", &lo);
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk2", NULL);
+
+    /* BBR enters ProbeRTT: the drain met it. The window itself now holds
+     * bulk (the plain window reserve). */
+    f->ti.cwnd_segs = 4;
+    f->ti.bytes_in_flight = 3000;
+    f->ti.bbr_min_rtt_us = 60150; /* the expired filter takes the sample */
+    observe_at(f, 12004);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_seen, 1);
+    assert_int_equal(st.probe_rtt_predicted, 1);
+    assert_int_equal(st.probe_rtt_drains_wasted, 0);
+    assert_int_equal(st.probe_rtt_drain_ns, (DRAIN_LEAD_MS + 4) * MS);
+    assert_int_equal(st.probe_rtt_held_bytes, 5); /* bulk1 waited */
+    assert_int_equal(st.probe_rtt_next_ns, 0);    /* in ProbeRTT */
+    /* Learned 10.004 s, but the history is not full: 10 s still counts. */
+    assert_int_equal(st.probe_rtt_interval_ns, 10000 * MS);
+    submit(f, "bulk3", &lo);
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    st = stats_of(f);
+    assert_int_equal(st.window_waits, 1);
+    assert_int_equal(st.probe_rtt_drain_waits, 2); /* bulk1, twice */
+    /* ProbeRTT ends (bbr_check_probe_rtt_done: min_rtt_stamp = now). */
+    f->ti.cwnd_segs = 100;
+    f->now = 12300 * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk3", NULL);
+    assert_int_equal(stats_of(f).probe_rtt_next_ns, 22300 * MS);
+}
+
+static void test_sched_probe_rtt_drain_wasted(void **state)
+{
+    fixture *f = *state;
+    UTLS_SCHED_CONFIG cfg;
+    UTLS_SCHED_MSG lo = prio(0);
+    UTLS_SCHED_STATS st;
+    size_t n;
+
+    UTLS_sched_config_default(&cfg);
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    bbr_path(f);
+    observe_at(f, 1000);
+    f->ti.bbr_min_rtt_us = 60000;
+    observe_at(f, 2000);
+    /* A drain starts; then a lower sample refreshes the filter: the
+     * ProbeRTT it was for will not come, bulk is released at once. */
+    submit(f, "bulk0", &lo);
+    f->now = 11950 * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    f->ti.bbr_min_rtt_us = 59990;
+    f->now = 11960 * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk0", NULL);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_drains, 1);
+    assert_int_equal(st.probe_rtt_drains_wasted, 1);
+    assert_int_equal(st.probe_rtt_predicted, 0);
+    assert_int_equal(st.probe_rtt_drain_ns, 10 * MS);
+    assert_int_equal(st.probe_rtt_next_ns, 21960 * MS);
+
+    /* A refresh the scheduler cannot see (a sample equal to min_rtt): the
+     * drain waits a lead past the predicted entry, then gives up. One drain
+     * per stamp: no second one. */
+    submit(f, "bulk1", &lo);
+    f->now = (21960 - DRAIN_LEAD_MS) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    f->now = (21960 + DRAIN_LEAD_MS) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    f->now += 1 * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk1", NULL);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_drains, 2);
+    assert_int_equal(st.probe_rtt_drains_wasted, 2);
+    observe_at(f, 22100);
+    assert_int_equal(stats_of(f).probe_rtt_drains, 2);
+    /* The ProbeRTT comes later: seen, not predicted (missed). */
+    f->ti.cwnd_segs = 4;
+    observe_at(f, 25000);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_seen, 1);
+    assert_int_equal(st.probe_rtt_predicted, 0);
+}
+
+static void test_sched_probe_rtt_drain_learns_interval(void **state)
+{
+    fixture *f = *state;
+    UTLS_SCHED_CONFIG cfg;
+    uint64_t t = 1000;
+    int i;
+
+    UTLS_sched_config_default(&cfg);
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    bbr_path(f);
+    observe_at(f, t);
+    f->ti.cwnd_segs = 4; /* a first ProbeRTT, its stamp unknown: not learned */
+    observe_at(f, t += 100);
+    /* Four ProbeRTTs 12 s after each end (a BBR with a longer filter): once
+     * the history is full, the prior 10 s no longer counts. */
+    for (i = 0; i < 4; i++) {
+        f->ti.cwnd_segs = 100;
+        observe_at(f, t += 300); /* ProbeRTT ends: the stamp */
+        assert_int_equal(stats_of(f).probe_rtt_interval_ns, 10000 * MS);
+        f->ti.cwnd_segs = 4;
+        observe_at(f, t += 12000);
+    }
+    f->ti.cwnd_segs = 100;
+    observe_at(f, t += 300);
+    assert_int_equal(stats_of(f).probe_rtt_interval_ns, 12000 * MS);
+    assert_int_equal(stats_of(f).probe_rtt_next_ns, (t + 12000) * MS);
+    assert_int_equal(stats_of(f).probe_rtt_seen, 5);
+    /* An interval below 2 s is not BBR's timer (nor one a peer may force
+     * on the scheduler): not learned. */
+    f->ti.cwnd_segs = 4;
+    observe_at(f, t += 1000);
+    f->ti.cwnd_segs = 100;
+    observe_at(f, t += 300);
+    assert_int_equal(stats_of(f).probe_rtt_interval_ns, 12000 * MS);
+    /* Shorter intervals replace longer ones at once (an unseen refresh only
+     * ever lengthens one). */
+    f->ti.cwnd_segs = 4;
+    observe_at(f, t += 9000);
+    f->ti.cwnd_segs = 100;
+    observe_at(f, t += 300);
+    assert_int_equal(stats_of(f).probe_rtt_interval_ns, 9000 * MS);
+}
+
+static void test_sched_probe_rtt_drain_bounded(void **state)
+{
+    fixture *f = *state;
+    UTLS_SCHED_CONFIG cfg;
+    UTLS_SCHED_MSG lo = prio(0);
+    UTLS_SCHED_STATS st;
+    size_t n;
+
+    /* An RTT of 5 s (a peer that delays its ACKs): the drain still starts
+     * at most 250 ms before the predicted entry and ends at most 250 ms
+     * after it. */
+    UTLS_sched_config_default(&cfg);
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    bbr_path(f);
+    f->ti.srtt_us = 5000000;
+    observe_at(f, 1000);
+    f->ti.bbr_min_rtt_us = 60000;
+    observe_at(f, 2000);
+    submit(f, "bulk0", &lo);
+    f->now = (12000 - 251) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk0", NULL);
+    submit(f, "bulk1", &lo);
+    f->now = (12000 - 250) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    f->now = (12000 + 250) * MS;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    f->now += 1;
+    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    expect(f, "bulk1", NULL);
+    st = stats_of(f);
+    assert_int_equal(st.probe_rtt_drains, 1);
+    assert_int_equal(st.probe_rtt_drains_wasted, 1);
+    assert_int_equal(st.probe_rtt_drain_ns, 500 * MS + 1);
+    /* A min_rtt that changes on every flush (forged or real) only moves the
+     * stamp: no drain starts before the interval has nearly passed. */
+    for (f->now = 13000 * MS; f->now < 30000 * MS; f->now += 100 * MS) {
+        f->ti.bbr_min_rtt_us ^= 1;
+        assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    }
+    assert_int_equal(stats_of(f).probe_rtt_drains, 1);
+}
+
+static void test_sched_probe_rtt_drain_only_with_bbr(void **state)
+{
+    fixture *f = *state;
+    UTLS_SCHED_CONFIG cfg;
+    UTLS_SCHED_MSG lo = prio(0);
+    UTLS_SCHED_STATS st;
+    size_t n;
+    int round;
+
+    /* Not BBR, no window reserve, or switched off: nothing is predicted or
+     * held at the time a drain would be. */
+    for (round = 0; round < 3; round++) {
+        UTLS_sched_config_default(&cfg);
+        cfg.window_reserve_segs = round == 1 ? 0 : 1;
+        cfg.probe_rtt_drain = round == 2 ? 0 : 1;
+        sched_for(f, &cfg);
+        bbr_path(f);
+        if (round == 0) {
+            f->ti.cc_is_bbr = 0;
+            strcpy(f->ti.congestion_control, "cubic");
+        }
+        observe_at(f, 1000);
+        f->ti.bbr_min_rtt_us = 60000;
+        observe_at(f, 2000);
+        submit(f, "bulk", &lo);
+        f->now = 11950 * MS;
+        assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+        expect(f, "bulk", NULL);
+        st = stats_of(f);
+        assert_int_equal(st.probe_rtt_drains, 0);
+        assert_int_equal(st.probe_rtt_next_ns, 0);
+        UTLS_sched_free(f->sch);
+        f->sch = NULL;
+    }
+
+    /* Loss recovery with a small window (what was in flight) is not
+     * ProbeRTT; a ProbeRTT that began during it is seen when it ends. */
+    UTLS_sched_config_default(&cfg);
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    bbr_path(f);
+    observe_at(f, 1000);
+    f->ti.ca_state = 3;
+    f->ti.cwnd_segs = 3;
+    observe_at(f, 1100);
+    assert_int_equal(stats_of(f).probe_rtt_seen, 0);
+    f->ti.ca_state = 0;
+    f->ti.cwnd_segs = 4;
+    observe_at(f, 1160);
+    assert_int_equal(stats_of(f).probe_rtt_seen, 1);
+    /* A timeout's window of 1 (the loss state) is not ProbeRTT either. */
+    f->ti.cwnd_segs = 50;
+    observe_at(f, 1400);
+    f->ti.ca_state = 4;
+    f->ti.cwnd_segs = 1;
+    observe_at(f, 1500);
+    assert_int_equal(stats_of(f).probe_rtt_seen, 1);
+    /* The congestion control changes under the scheduler: all forgotten. */
+    f->ti.ca_state = 0;
+    f->ti.cwnd_segs = 50;
+    observe_at(f, 1600);
+    assert_true(stats_of(f).probe_rtt_next_ns != 0);
+    f->ti.cc_is_bbr = 0;
+    observe_at(f, 1700);
+    assert_int_equal(stats_of(f).probe_rtt_next_ns, 0);
+    assert_int_equal(stats_of(f).probe_rtt_interval_ns, 0);
+}
+
 static void test_sched_oversize_and_bad_messages(void **state)
 {
     fixture *f = *state;
@@ -859,6 +1200,22 @@ static void test_sched_tcp_info_and_control(void **state)
     assert_true(ti.cwnd_segs > 0);
     assert_true(ti.srtt_us > 0);
     assert_int_equal(ti.max_pacing_rate, UINT64_MAX);
+    /* The congestion control's name and, for BBR, its state (TCP_CC_INFO). */
+    assert_true(ti.congestion_control[0] != '\0');
+    assert_int_equal(ti.cc_is_bbr, strcmp(ti.congestion_control, "bbr") == 0);
+    assert_int_equal(ti.bbr_min_rtt_us > 0, ti.cc_is_bbr);
+    if (setsockopt(cfd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) == 0) {
+        assert_int_equal(UTLS_tcp_get_info(cfd, &ti), 1);
+        assert_string_equal(ti.congestion_control, "bbr");
+        assert_int_equal(ti.cc_is_bbr, 1);
+    }
+    if (setsockopt(cfd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5) == 0) {
+        assert_int_equal(UTLS_tcp_get_info(cfd, &ti), 1);
+        assert_string_equal(ti.congestion_control, "cubic");
+        assert_int_equal(ti.cc_is_bbr, 0);
+        assert_int_equal(ti.bbr_min_rtt_us, 0);
+        assert_int_equal(ti.bbr_bw, 0);
+    }
     /* Safe control: a pacing cap and a window clamp only restrain. */
     assert_int_equal(UTLS_tcp_set_max_pacing_rate(cfd, 1000000), 1);
     assert_int_equal(UTLS_tcp_get_info(cfd, &ti), 1);
@@ -896,6 +1253,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sched_dependency_pulls_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_window_reserve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_predicts_and_holds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_wasted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_learns_interval, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sched_probe_rtt_drain_only_with_bbr, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_sched_oversize_and_bad_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_substream_tagging, setup, teardown),
         cmocka_unit_test(test_sched_tcp_info_and_control),
