@@ -15,6 +15,7 @@
  * nothing, the fragments are drained again before the read reports
  * SSL_ERROR_WANT_READ. Neither side can starve the other.
  */
+#include <errno.h>
 #include <string.h>
 
 #include <openssl/err.h>
@@ -1691,6 +1692,41 @@ void utls_hook_read_key_changed(SSL *s)
 
 /* --- Public read call ---------------------------------------------------- */
 
+/*
+ * read_cannot_progress returns 1 when SSL_read_ex() on |s| could do nothing
+ * but fail with SSL_ERROR_WANT_READ: the handshake is over and nothing
+ * special is pending (no early data, renegotiation or async job, no shutdown
+ * received, no error), OpenSSL holds no unread record or raw byte, uTLS
+ * holds no record for the reader and no unprocessed fragment, and the
+ * segment BIO has no in-order byte and has not reached its end. After every
+ * record the application reads once more to learn this; the answer then
+ * costs no pass through ssl3_read_bytes(), ssl3_get_record() and BIO_read().
+ * Anything else, and any read BIO other than the one whose signals uTLS
+ * reads, returns 0: the full read decides.
+ */
+static UTLS_HOT int read_cannot_progress(SSL *s, const utls_conn *c)
+{
+    SSL3_RECORD *rr = RECORD_LAYER_get_rrec(&s->rlayer);
+    size_t i, num_recs = RECORD_LAYER_get_numrpipes(&s->rlayer);
+
+    /* Records ssl3_read_bytes() has read to the end stay counted until its
+     * next call: only those may be there. */
+    for (i = 0; i < num_recs; i++) {
+        if (!SSL3_RECORD_is_read(&rr[i]) || SSL3_RECORD_get_length(&rr[i]) != 0)
+            return 0;
+    }
+    return (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_ASYNC)) == SSL_MODE_UNORDERED
+        && c->post_handshake && c->num_ready == 0 && !c->partial_active && !c->rescan_pending
+        && c->sig != NULL && s->rbio != NULL && c->sig_bio == s->rbio
+        && c->sig->read_is_push_only && c->sig->pending == 0
+        && utls_segstore_read_would_block(c->sig->events)
+        && s->handshake_func != NULL && !SSL_in_init(s) && !ossl_statem_in_error(s)
+        && (s->shutdown & SSL_RECEIVED_SHUTDOWN) == 0
+        && s->early_data_state == SSL_EARLY_DATA_NONE && !s->s3.renegotiate
+        && SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer)) == 0
+        && RECORD_LAYER_get_packet_length(&s->rlayer) == 0;
+}
+
 UTLS_HOT int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
                               UTLS_RECORD_INFO *out_info)
 {
@@ -1702,6 +1738,15 @@ UTLS_HOT int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
     if ((c = s->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return 0;
     c->last_info_valid = 0;
+    if (read_cannot_progress(s, c)) {
+        /* What the failed read would leave: the BIO's retry flag, SSL_READING
+         * (SSL_get_error() reports SSL_ERROR_WANT_READ), errno cleared. */
+        errno = 0;
+        BIO_clear_retry_flags(s->rbio);
+        BIO_set_retry_read(s->rbio);
+        s->rwstate = SSL_READING;
+        return 0;
+    }
     ret = SSL_read_ex(s, buf, len, out_read);
     if (ret > 0 && out_info != NULL) {
         if (c->last_info_valid) {

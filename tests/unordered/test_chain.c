@@ -18,8 +18,12 @@
  *     key and are still delivered early;
  *   - a chain that meets the hole filling, and a new hole after it;
  *   - the read after a record delivered out of order: SSL_ERROR_WANT_READ
- *     without an in-order read, but not at the end of the stream.
+ *     without an in-order read, but not at the end of the stream;
+ *   - the read after a record read in order: the same answer without
+ *     OpenSSL's record layer, but not with bytes read ahead or part of a
+ *     record in OpenSSL's buffer, nor after close_notify.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -489,6 +493,69 @@ static void test_chain_end_of_stream_after_chain(void **state)
     chain_free(&ch);
 }
 
+/*
+ * UTLS_read_record() answers a read that can only fail with
+ * SSL_ERROR_WANT_READ without passing through OpenSSL's record layer
+ * (docs/unordered.md, PERFORMANCE). It must answer exactly as the full read
+ * would, and only then: not while OpenSSL holds bytes read ahead or part of
+ * a record, and not after close_notify.
+ */
+static void test_chain_nothing_to_read_in_order(void **state)
+{
+    chain ch;
+    uint8_t both[2 * (REC_PLAIN_LEN + 64)];
+
+    (void)state;
+    /* In order: the read after each record fails as BIO_read() would have. */
+    chain_new(&ch, 2);
+    push(&ch, 0);
+    read_record(&ch, 0, 0, 0);
+    errno = EINTR;
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    assert_int_equal(errno, 0); /* cleared, as ssl3_read_internal() does */
+    assert_true(BIO_should_read(ch.p.seg));
+    assert_true(BIO_should_retry(ch.p.seg));
+    push(&ch, 1);
+    read_record(&ch, 1, 0, 0);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    chain_free(&ch);
+
+    /* Read-ahead: both records leave the BIO with the first read; the
+     * second is in OpenSSL's buffer, not "nothing". */
+    chain_new(&ch, 2);
+    SSL_set_read_ahead(ch.p.s, 1);
+    assert_true(ch.wire_len[0] + ch.wire_len[1] <= sizeof(both));
+    memcpy(both, ch.wire[0], ch.wire_len[0]);
+    memcpy(both + ch.wire_len[0], ch.wire[1], ch.wire_len[1]);
+    push_bytes(&ch, ch.off[0], both, ch.wire_len[0] + ch.wire_len[1]);
+    read_record(&ch, 0, 0, 0);
+    assert_int_equal(BIO_pending(ch.p.seg), 0);
+    read_record(&ch, 1, 0, 0);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    chain_free(&ch);
+
+    /* Part of a header, then the rest: OpenSSL keeps the part. */
+    chain_new(&ch, 1);
+    push_bytes(&ch, ch.off[0], ch.wire[0], 3);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    push_bytes(&ch, ch.off[0] + 3, ch.wire[0] + 3, ch.wire_len[0] - 3);
+    read_record(&ch, 0, 0, 0);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    chain_free(&ch);
+
+    /* close_notify: every later read reports it, never SSL_ERROR_WANT_READ. */
+    chain_new(&ch, 1);
+    assert_true(SSL_shutdown(ch.p.c) >= 0);
+    take_records(&ch);
+    push(&ch, 0);
+    push(&ch, 1);
+    read_record(&ch, 0, 0, 0);
+    read_fails(&ch, SSL_ERROR_ZERO_RETURN);
+    read_fails(&ch, SSL_ERROR_ZERO_RETURN);
+    chain_free(&ch);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -515,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_chain_key_update_inside),
         cmocka_unit_test(test_chain_meets_hole_filling),
         cmocka_unit_test(test_chain_end_of_stream_after_chain),
+        cmocka_unit_test(test_chain_nothing_to_read_in_order),
     };
 
     return cmocka_run_group_tests_name("chain", tests, setup, teardown);
