@@ -261,6 +261,31 @@ static int ready_add(utls_conn *c, const utls_ready_record *r, const unsigned ch
     return 1;
 }
 
+/* ready_add_verified queues the application data record authenticated out of
+ * order at stream |offset| (|wire_len| bytes on the wire, number |seq| of key
+ * generation |gen|), whose |pt_len| bytes of plaintext are at |pt|. A record
+ * that cannot be kept counts its wire bytes in bytes_dropped; the in-order
+ * path then delivers it as stock OpenSSL would. */
+static void ready_add_verified(utls_conn *c, uint64_t seq, uint32_t gen, uint64_t offset,
+                               size_t wire_len, uint64_t arrival_ns,
+                               const unsigned char *pt, size_t pt_len)
+{
+    utls_ready_record rr;
+
+    rr.seq = seq;
+    rr.gen = gen;
+    rr.offset = offset;
+    rr.wire_len = wire_len;
+    rr.arrival_ns = arrival_ns;
+    rr.len = pt_len;
+    rr.data = NULL;
+    rr.buf = NULL;
+    rr.buf_is_scratch = 0;
+    rr.store_epoch = utls_store_epoch(c);
+    if (!ready_add(c, &rr, pt))
+        c->stats.bytes_dropped += wire_len;
+}
+
 /* --- Setting up a key generation ----------------------------------------- */
 
 /*
@@ -616,7 +641,6 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
     /* Authenticated: a true record boundary with a known number. */
     {
         utls_seqpred_record a = {0};
-        utls_ready_record rr;
 
         if (next_key && c->pred_next == NULL)
             c->pred_next = utls_seqpred_new(&c->pred_config);
@@ -643,20 +667,9 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
             c->chain_valid = 0;
         /* Alerts and handshake messages are processed only in order;
          * empty records carry nothing to deliver. */
-        if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
-            rr.seq = seq;
-            rr.gen = gen;
-            rr.offset = hit->offset;
-            rr.wire_len = q->wire_len;
-            rr.arrival_ns = arrival_ns;
-            rr.len = pt_len;
-            rr.data = NULL;
-            rr.buf = NULL;
-            rr.buf_is_scratch = 0;
-            rr.store_epoch = utls_store_epoch(c);
-            if (!ready_add(c, &rr, pt))
-                c->stats.bytes_dropped += q->wire_len;
-        }
+        if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0)
+            ready_add_verified(c, seq, gen, hit->offset, q->wire_len, arrival_ns,
+                               pt, pt_len);
         if (c->cleanse_plaintext)
             OPENSSL_cleanse(c->scratch, q->wire_len);
     }
@@ -939,22 +952,8 @@ static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, si
     c->chain_anchor_pending = 1;
     c->chain_off = offset + wire_len;
     c->chain_seq = seq + 1;
-    if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0) {
-        utls_ready_record rr;
-
-        rr.seq = seq;
-        rr.gen = c->gen;
-        rr.offset = offset;
-        rr.wire_len = wire_len;
-        rr.arrival_ns = arrival_ns;
-        rr.len = pt_len;
-        rr.data = NULL;
-        rr.buf = NULL;
-        rr.buf_is_scratch = 0;
-        rr.store_epoch = utls_store_epoch(c);
-        if (!ready_add(c, &rr, pt))
-            c->stats.bytes_dropped += wire_len;
-    }
+    if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0)
+        ready_add_verified(c, seq, c->gen, offset, wire_len, arrival_ns, pt, pt_len);
     if (c->cleanse_plaintext)
         OPENSSL_cleanse(c->scratch, wire_len);
     /* A handshake record (a KeyUpdate) or an alert: what follows may be
