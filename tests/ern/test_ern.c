@@ -29,8 +29,6 @@
 #include "lossy.h"
 #include "uharness.h"
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
 /* NULL: TLS 1.3. Otherwise TLS 1.2 with this cipher list (the server's
  * identity is P-256, so ECDHE-ECDSA suites). Set at the start of every test. */
 static const char *g_tls12;
@@ -71,8 +69,8 @@ static void make_pair(pair *p, int client_negotiates, int server_negotiates, int
     memset(p, 0, sizeof(*p));
     assert_non_null(sctx);
     assert_non_null(cctx);
-    assert_true(SSL_CTX_use_certificate(sctx, g_cert));
-    assert_true(SSL_CTX_use_PrivateKey(sctx, g_key));
+    assert_true(SSL_CTX_use_certificate(sctx, uh_cert));
+    assert_true(SSL_CTX_use_PrivateKey(sctx, uh_key));
     if (g_tls12 == NULL) {
         SSL_CTX_set_min_proto_version(cctx, TLS1_3_VERSION);
     } else {
@@ -1823,20 +1821,6 @@ static int reset_globals(void **state)
     return 0;
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1894,7 +1878,8 @@ int main(int argc, char **argv)
 
     /* --seal: out-of-sequence sending (ctest ern.seal) */
     if (argc >= 2 && strcmp(argv[1], "--seal") == 0) {
-        r = cmocka_run_group_tests_name("ern_seal", seal_tests, setup, teardown);
+        r = cmocka_run_group_tests_name("ern_seal", seal_tests,
+                                        uh_identity_setup, uh_identity_teardown);
         if (argc == 4 && strcmp(argv[2], "--json") == 0 && r == 0) {
             FILE *f = fopen(argv[3], "w");
 
@@ -1911,7 +1896,7 @@ int main(int argc, char **argv)
         }
         return r;
     }
-    r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
+    r = cmocka_run_group_tests_name("ern", tests, uh_identity_setup, uh_identity_teardown);
 
     if (argc == 3 && strcmp(argv[1], "--json") == 0 && r == 0) {
         FILE *f = fopen(argv[2], "w");
