@@ -513,20 +513,41 @@ def is_subsequence(part, whole):
     return all(any(p == w for w in it) for p in part)
 
 
-def cmd_run(a):
+def prerequisites(a):
+    """prerequisites returns False (after logging why: the caller exits SKIP)
+    if a tool the capture tests run is missing or we are not root; raises Fail
+    if the plugin |a.plugin| is missing or not in a DIR/X.Y/epan/ tree;
+    otherwise sets a.plugin_dir (the DIR for WIRESHARK_PLUGIN_DIR) and
+    returns True. Shared with utls_scope.py."""
     for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", "mergecap", a.tshark):
         if shutil.which(tool) is None:
             log("SKIP: %s not installed" % tool)
-            return SKIP
+            return False
     if os.geteuid() != 0:
         log("SKIP: network namespaces and tcpdump need root")
-        return SKIP
+        return False
     if not os.path.isfile(a.plugin):
         raise Fail("no plugin at %s (build the utls_wireshark target)" % a.plugin)
     epan = os.path.dirname(os.path.abspath(a.plugin))
     if os.path.basename(epan) != "epan":
         raise Fail("%s is not in a DIR/X.Y/epan/ plugin tree" % a.plugin)
     a.plugin_dir = os.path.dirname(os.path.dirname(epan))
+    return True
+
+
+def check_ports_free(ts, ports):
+    """check_ports_free raises Fail if this tshark assigns any TCP port of
+    |ports| to a dissector (decode-as would then fight the test's own);
+    returns None. Shared with utls_scope.py."""
+    decodes = ts.run("-G", "decodes")
+    for port in ports:
+        if "tcp.port\t%d\t" % port in decodes:
+            raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
+
+
+def cmd_run(a):
+    if not prerequisites(a):
+        return SKIP
     self_test_codec()
     work = tempfile.mkdtemp(prefix="utls-ucobs-")
     os.chmod(work, 0o755)  # tshark runs as nobody
@@ -534,11 +555,8 @@ def cmd_run(a):
     protos = ts.run("-G", "protocols")
     if "\tucobs" not in protos:
         raise Fail("tshark did not load the plugin from %s" % a.plugin_dir)
-    decodes = ts.run("-G", "decodes")
-    for port in (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD, PORT_BIGFIRST, SPORT_BIGFIRST,
-                 PORT_LOSSY, SPORT_LOSSY):
-        if "tcp.port\t%d\t" % port in decodes:
-            raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
+    check_ports_free(ts, (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD, PORT_BIGFIRST,
+                          SPORT_BIGFIRST, PORT_LOSSY, SPORT_LOSSY))
     me = [a.python, os.path.abspath(__file__)]
     ns = Netns("%s%d" % (a.prefix, os.getpid()))
     ok = False

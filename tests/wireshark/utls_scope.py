@@ -299,27 +299,14 @@ def count(ts, pcap, dfilter, *opts):
 
 
 def run(a):
-    for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", "mergecap", a.tshark):
-        if shutil.which(tool) is None:
-            log("SKIP: %s not installed" % tool)
-            return SKIP
-    if os.geteuid() != 0:
-        log("SKIP: network namespaces and tcpdump need root")
+    if not us.prerequisites(a):
         return SKIP
-    if not os.path.isfile(a.plugin):
-        raise Fail("no plugin at %s (build the utls_wireshark target)" % a.plugin)
-    epan = os.path.dirname(os.path.abspath(a.plugin))
-    if os.path.basename(epan) != "epan":
-        raise Fail("%s is not in a DIR/X.Y/epan/ plugin tree" % a.plugin)
-    a.plugin_dir = os.path.dirname(os.path.dirname(epan))
     ts = us.Tshark(a)
     protos = ts.run("-G", "protocols")
     if "\tutls\t" not in protos and "\tutls\n" not in protos or "\tucobs" not in protos:
         raise Fail("tshark did not load the plugin from %s" % a.plugin_dir)
-    decodes = ts.run("-G", "decodes")
-    for port in (PORT_UCOBS, SPORT_UCOBS, PORT_UCOBS_LOSSY, SPORT_UCOBS_LOSSY, PORT_TLS, PORT_TLS_LOSSY):
-        if "tcp.port\t%d\t" % port in decodes:
-            raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
+    us.check_ports_free(ts, (PORT_UCOBS, SPORT_UCOBS, PORT_UCOBS_LOSSY, SPORT_UCOBS_LOSSY, PORT_TLS,
+                             PORT_TLS_LOSSY))
     work = tempfile.mkdtemp(prefix="utls-scope-")
     os.chmod(work, 0o755)  # tshark runs as nobody
     me = [a.python, os.path.join(HERE, "ucobs_session.py")]
