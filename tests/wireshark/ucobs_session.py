@@ -286,7 +286,11 @@ def tls_payload_len():
     return TLS_SEND_CHUNKS * TLS_CHUNK + len(frame(b"uCOBS inside TLS is still TLS"))
 
 
-def cmd_tls_serve(a):
+def tls_serve(a, want):
+    """tls_serve is the TLS server of the capture tests, run in the
+    namespace: it loads a.cert/a.key, accepts one client on 127.0.0.1:a.port,
+    reads until |want| bytes came or the client closed, and replies "got N".
+    Returns 0 if N == |want|, else 1. Shared with utls_scope.py."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
     ls = socket.socket()
@@ -297,21 +301,32 @@ def cmd_tls_serve(a):
     c, _ = ls.accept()
     t = ctx.wrap_socket(c, server_side=True)
     n = 0
-    while n < tls_payload_len():
+    while n < want:
         b = t.recv(65536)
         if not b:
             break
         n += len(b)
     t.sendall(("got %d" % n).encode())
     t.close()
-    return 0 if n == tls_payload_len() else 1
+    return 0 if n == want else 1
 
 
-def cmd_tls_send(a):
+def tls_client(port):
+    """tls_client returns a TLS socket connected to 127.0.0.1:|port| that
+    does not verify the server (its certificate is a throwaway one); the
+    caller owns and closes it. Shared with utls_scope.py."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    t = ctx.wrap_socket(socket.create_connection(("127.0.0.1", a.port)))
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)))
+
+
+def cmd_tls_serve(a):
+    return tls_serve(a, tls_payload_len())
+
+
+def cmd_tls_send(a):
+    t = tls_client(a.port)
     rng = random.Random(3)
     for _ in range(TLS_SEND_CHUNKS):
         t.sendall(rng.randbytes(TLS_CHUNK))

@@ -33,8 +33,6 @@ Exit 0 pass, 1 fail, 77 skip.
 import argparse
 import os
 import shutil
-import socket
-import ssl
 import struct
 import subprocess
 import sys
@@ -247,32 +245,12 @@ def capture_tls(ns, work, me, name, port, cert, key, lossy):
 def cmd_tls_serve(a):
     """TLS server in the namespace: reads until the client closes, replies
     with the byte count."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(a.cert, a.key)
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", a.port))
-    ls.listen(1)
-    print("listening", flush=True)
-    c, _ = ls.accept()
-    t = ctx.wrap_socket(c, server_side=True)
-    want, n = TLS_MESSAGES * TLS_MESSAGE_LEN, 0
-    while n < want:
-        b = t.recv(65536)
-        if not b:
-            break
-        n += len(b)
-    t.sendall(("got %d" % n).encode())
-    t.close()
-    return 0 if n == want else 1
+    return us.tls_serve(a, TLS_MESSAGES * TLS_MESSAGE_LEN)
 
 
 def cmd_tls_send(a):
     """TLS client: TLS_MESSAGES records of TLS_MESSAGE_LEN bytes, back to back."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    t = ctx.wrap_socket(socket.create_connection(("127.0.0.1", a.port)))
+    t = us.tls_client(a.port)
     for i in range(TLS_MESSAGES):
         t.sendall(bytes([i & 0xff]) * TLS_MESSAGE_LEN)
     reply = t.recv(100)
