@@ -1363,23 +1363,47 @@ static void test_ern12_seal_renegotiation_refused(void **state)
     free_pair(&p);
 }
 
+/* small_wbio gives the client |p| a write BIO that takes at most |size|
+ * bytes at a time (a BIO pair; the SSL owns its half and frees the old
+ * c_out), so that writes stop half-way. Returns the other half, which is
+ * also p->c_out now; the caller owns it and frees it with BIO_free. */
+static BIO *small_wbio(pair *p, size_t size)
+{
+    BIO *small, *peer;
+
+    assert_int_equal(BIO_new_bio_pair(&small, size, &peer, 0), 1);
+    SSL_set0_wbio(p->c, small);
+    p->c_out = peer;
+    return peer;
+}
+
+/* peer_to_server moves what the client wrote into |peer| (from small_wbio)
+ * to the server's segment BIO, in order. */
+static void peer_to_server(pair *p, BIO *peer)
+{
+    unsigned char buf[4096];
+    int n;
+
+    while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+        assert_true(UTLS_BIO_segment_push(p->seg, p->s_off, buf, (size_t)n));
+        p->s_off += (uint64_t)n;
+    }
+}
+
 /* A BIO that takes a few bytes at a time: the sealed record is completed
  * before anything else is written. */
 static void test_ern_seal_partial_write(void **state)
 {
     sealed_rec r[2];
-    BIO *small, *peer;
-    unsigned char buf[4096];
+    BIO *peer;
     uint8_t m[100];
     pair p;
-    int ret, n, rounds = 0;
+    int ret, rounds = 0;
 
     (void)state;
     g_tls12 = NULL;
     seal_ready(&p, 4);
-    assert_int_equal(BIO_new_bio_pair(&small, 64, &peer, 0), 1);
-    SSL_set0_wbio(p.c, small); /* frees c_out */
-    p.c_out = peer;
+    peer = small_wbio(&p, 64);
     seal_msg(&p, 1, 1000, &r[0]);
     seal_msg(&p, 2, 1000, &r[1]);
     while ((ret = UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len)) != 1) {
@@ -1390,19 +1414,13 @@ static void test_ern_seal_partial_write(void **state)
         assert_true(uh_msg_build(m, 3, sizeof(m)));
         assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
         assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         rounds++;
     }
     assert_true(rounds > 10);
     while ((ret = UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len)) != 1 ||
            BIO_ctrl_pending(peer) > 0) {
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         if (ret == 1)
             break;
     }
@@ -1608,11 +1626,10 @@ static void test_ern_seal_peer_keyupdate(void **state)
 static void test_ern_seal_owed_keyupdate_partial(void **state)
 {
     sealed_rec r;
-    BIO *small, *peer;
-    unsigned char buf[4096];
+    BIO *peer;
     uint8_t m[200];
     pair p;
-    int ret, n, rounds = 0;
+    int ret, rounds = 0;
 
     (void)state;
     g_tls12 = NULL;
@@ -1622,16 +1639,11 @@ static void test_ern_seal_owed_keyupdate_partial(void **state)
     assert_int_equal(SSL_write(p.s, m, sizeof(m)), (int)sizeof(m));
     shuttle(&p);
     assert_int_equal(SSL_read(p.c, m, sizeof(m)), (int)sizeof(m));
-    assert_int_equal(BIO_new_bio_pair(&small, 8, &peer, 0), 1);
-    SSL_set0_wbio(p.c, small); /* frees c_out */
-    p.c_out = peer;
+    peer = small_wbio(&p, 8);
     assert_true(uh_msg_build(m, 1, 100));
     while ((ret = UTLS_ern_seal(p.c, m, 100, r.rec, sizeof(r.rec), &r.len, &r.number)) != 1) {
         assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         rounds++;
         assert_true(rounds < 100);
     }
@@ -1639,10 +1651,7 @@ static void test_ern_seal_owed_keyupdate_partial(void **state)
     assert_int_equal(r.number, 0); /* under the new key */
     assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NONE);
     while ((ret = UTLS_ern_write_sealed(p.c, r.rec, r.len)) != 1 || BIO_ctrl_pending(peer) > 0) {
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         if (ret == 1)
             break;
         assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
