@@ -166,6 +166,17 @@ static void read_all(pair *p)
         p->fatal = 1;
 }
 
+/* read_expect reads what the server can deliver (read_all) and checks that
+ * the connection is not broken, that nothing corrupt or duplicated was
+ * delivered, and that |got| messages were delivered in all. */
+static void read_expect(pair *p, size_t got)
+{
+    read_all(p);
+    assert_false(p->fatal);
+    assert_int_equal(p->bad, 0);
+    assert_int_equal(p->got, got);
+}
+
 static int deliver(void *arg, lossy_delivery *d)
 {
     pair *p = arg;
@@ -1166,10 +1177,7 @@ static void skip_and_single_use(void)
     assert_int_equal(UTLS_ern_num_sealed(p.c), 0);
     assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m));
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 4);
+    read_expect(&p, 4);
     assert_true(p.seen[1] && !p.seen[2] && p.seen[3] && p.seen[4]);
     free_pair(&p);
 }
@@ -1336,10 +1344,7 @@ static void test_ern_seal_keyupdate(void **state)
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[3].rec, r[3].len), 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 5);
+    read_expect(&p, 5);
     assert_false(p.seen[1]);
     free_pair(&p);
 }
@@ -1424,10 +1429,7 @@ static void test_ern_seal_partial_write(void **state)
         if (ret == 1)
             break;
     }
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 3);
+    read_expect(&p, 3);
     BIO_free(peer);
     free_pair(&p);
 }
@@ -1612,10 +1614,7 @@ static void test_ern_seal_peer_keyupdate(void **state)
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[3].rec, r[3].len), 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 4);
+    read_expect(&p, 4);
     assert_true(p.seen[0] && !p.seen[1] && p.seen[2] && p.seen[3] && p.seen[4]);
     free_pair(&p);
 }
@@ -1656,10 +1655,7 @@ static void test_ern_seal_owed_keyupdate_partial(void **state)
             break;
         assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
     }
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 2);
+    read_expect(&p, 2);
     BIO_free(peer);
     free_pair(&p);
 }
@@ -1801,10 +1797,7 @@ static void padding_bounded(int block)
     assert_int_equal(r[1].number, big_number + 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 3);
+    read_expect(&p, 3);
     free_pair(&p);
 }
 
