@@ -560,6 +560,18 @@ def check_ports_free(ts, ports):
             raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
 
 
+def clean_up(ns, work, remove):
+    """clean_up deletes the namespace |ns| and, if |remove|, the work
+    directory |work|; otherwise it says where the work directory was kept
+    (a failed run's captures, for a look). Returns None. Shared with
+    utls_scope.py."""
+    ns.delete()
+    if remove:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        log("work directory kept: %s" % work)
+
+
 def cmd_run(a):
     if not prerequisites(a):
         return SKIP
@@ -847,11 +859,7 @@ def cmd_run(a):
         ok = True
         return 0
     finally:
-        ns.delete()
-        if ok and not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            log("work directory kept: %s" % work)
+        clean_up(ns, work, ok and not a.keep)
 
 
 def main():

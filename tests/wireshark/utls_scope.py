@@ -32,7 +32,6 @@ Exit 0 pass, 1 fail, 77 skip.
 """
 import argparse
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -358,11 +357,7 @@ def run(a):
         ok = True
         return 0
     finally:
-        ns.delete()
-        if ok and not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            log("work directory kept: %s" % work)
+        us.clean_up(ns, work, ok and not a.keep)
 
 
 def main():
