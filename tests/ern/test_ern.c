@@ -29,8 +29,6 @@
 #include "lossy.h"
 #include "uharness.h"
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
 /* NULL: TLS 1.3. Otherwise TLS 1.2 with this cipher list (the server's
  * identity is P-256, so ECDHE-ECDSA suites). Set at the start of every test. */
 static const char *g_tls12;
@@ -71,8 +69,8 @@ static void make_pair(pair *p, int client_negotiates, int server_negotiates, int
     memset(p, 0, sizeof(*p));
     assert_non_null(sctx);
     assert_non_null(cctx);
-    assert_true(SSL_CTX_use_certificate(sctx, g_cert));
-    assert_true(SSL_CTX_use_PrivateKey(sctx, g_key));
+    assert_true(SSL_CTX_use_certificate(sctx, uh_cert));
+    assert_true(SSL_CTX_use_PrivateKey(sctx, uh_key));
     if (g_tls12 == NULL) {
         SSL_CTX_set_min_proto_version(cctx, TLS1_3_VERSION);
     } else {
@@ -166,6 +164,17 @@ static void read_all(pair *p)
     }
     if (SSL_get_error(p->s, 0) != SSL_ERROR_WANT_READ)
         p->fatal = 1;
+}
+
+/* read_expect reads what the server can deliver (read_all) and checks that
+ * the connection is not broken, that nothing corrupt or duplicated was
+ * delivered, and that |got| messages were delivered in all. */
+static void read_expect(pair *p, size_t got)
+{
+    read_all(p);
+    assert_false(p->fatal);
+    assert_int_equal(p->bad, 0);
+    assert_int_equal(p->got, got);
 }
 
 static int deliver(void *arg, lossy_delivery *d)
@@ -1168,10 +1177,7 @@ static void skip_and_single_use(void)
     assert_int_equal(UTLS_ern_num_sealed(p.c), 0);
     assert_int_equal(SSL_write(p.c, m, sizeof(m)), (int)sizeof(m));
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 4);
+    read_expect(&p, 4);
     assert_true(p.seen[1] && !p.seen[2] && p.seen[3] && p.seen[4]);
     free_pair(&p);
 }
@@ -1338,10 +1344,7 @@ static void test_ern_seal_keyupdate(void **state)
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[3].rec, r[3].len), 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 5);
+    read_expect(&p, 5);
     assert_false(p.seen[1]);
     free_pair(&p);
 }
@@ -1365,23 +1368,47 @@ static void test_ern12_seal_renegotiation_refused(void **state)
     free_pair(&p);
 }
 
+/* small_wbio gives the client |p| a write BIO that takes at most |size|
+ * bytes at a time (a BIO pair; the SSL owns its half and frees the old
+ * c_out), so that writes stop half-way. Returns the other half, which is
+ * also p->c_out now; the caller owns it and frees it with BIO_free. */
+static BIO *small_wbio(pair *p, size_t size)
+{
+    BIO *small, *peer;
+
+    assert_int_equal(BIO_new_bio_pair(&small, size, &peer, 0), 1);
+    SSL_set0_wbio(p->c, small);
+    p->c_out = peer;
+    return peer;
+}
+
+/* peer_to_server moves what the client wrote into |peer| (from small_wbio)
+ * to the server's segment BIO, in order. */
+static void peer_to_server(pair *p, BIO *peer)
+{
+    unsigned char buf[4096];
+    int n;
+
+    while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
+        assert_true(UTLS_BIO_segment_push(p->seg, p->s_off, buf, (size_t)n));
+        p->s_off += (uint64_t)n;
+    }
+}
+
 /* A BIO that takes a few bytes at a time: the sealed record is completed
  * before anything else is written. */
 static void test_ern_seal_partial_write(void **state)
 {
     sealed_rec r[2];
-    BIO *small, *peer;
-    unsigned char buf[4096];
+    BIO *peer;
     uint8_t m[100];
     pair p;
-    int ret, n, rounds = 0;
+    int ret, rounds = 0;
 
     (void)state;
     g_tls12 = NULL;
     seal_ready(&p, 4);
-    assert_int_equal(BIO_new_bio_pair(&small, 64, &peer, 0), 1);
-    SSL_set0_wbio(p.c, small); /* frees c_out */
-    p.c_out = peer;
+    peer = small_wbio(&p, 64);
     seal_msg(&p, 1, 1000, &r[0]);
     seal_msg(&p, 2, 1000, &r[1]);
     while ((ret = UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len)) != 1) {
@@ -1392,26 +1419,17 @@ static void test_ern_seal_partial_write(void **state)
         assert_true(uh_msg_build(m, 3, sizeof(m)));
         assert_true(SSL_write(p.c, m, sizeof(m)) <= 0);
         assert_true(uh_utls_error_queued(UTLS_R_ERN_SEALED_PENDING));
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         rounds++;
     }
     assert_true(rounds > 10);
     while ((ret = UTLS_ern_write_sealed(p.c, r[0].rec, r[0].len)) != 1 ||
            BIO_ctrl_pending(peer) > 0) {
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         if (ret == 1)
             break;
     }
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 3);
+    read_expect(&p, 3);
     BIO_free(peer);
     free_pair(&p);
 }
@@ -1596,10 +1614,7 @@ static void test_ern_seal_peer_keyupdate(void **state)
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[3].rec, r[3].len), 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[2].rec, r[2].len), 1);
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 4);
+    read_expect(&p, 4);
     assert_true(p.seen[0] && !p.seen[1] && p.seen[2] && p.seen[3] && p.seen[4]);
     free_pair(&p);
 }
@@ -1610,11 +1625,10 @@ static void test_ern_seal_peer_keyupdate(void **state)
 static void test_ern_seal_owed_keyupdate_partial(void **state)
 {
     sealed_rec r;
-    BIO *small, *peer;
-    unsigned char buf[4096];
+    BIO *peer;
     uint8_t m[200];
     pair p;
-    int ret, n, rounds = 0;
+    int ret, rounds = 0;
 
     (void)state;
     g_tls12 = NULL;
@@ -1624,16 +1638,11 @@ static void test_ern_seal_owed_keyupdate_partial(void **state)
     assert_int_equal(SSL_write(p.s, m, sizeof(m)), (int)sizeof(m));
     shuttle(&p);
     assert_int_equal(SSL_read(p.c, m, sizeof(m)), (int)sizeof(m));
-    assert_int_equal(BIO_new_bio_pair(&small, 8, &peer, 0), 1);
-    SSL_set0_wbio(p.c, small); /* frees c_out */
-    p.c_out = peer;
+    peer = small_wbio(&p, 8);
     assert_true(uh_msg_build(m, 1, 100));
     while ((ret = UTLS_ern_seal(p.c, m, 100, r.rec, sizeof(r.rec), &r.len, &r.number)) != 1) {
         assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         rounds++;
         assert_true(rounds < 100);
     }
@@ -1641,18 +1650,12 @@ static void test_ern_seal_owed_keyupdate_partial(void **state)
     assert_int_equal(r.number, 0); /* under the new key */
     assert_int_equal(SSL_get_key_update_type(p.c), SSL_KEY_UPDATE_NONE);
     while ((ret = UTLS_ern_write_sealed(p.c, r.rec, r.len)) != 1 || BIO_ctrl_pending(peer) > 0) {
-        while ((n = BIO_read(peer, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p.seg, p.s_off, buf, (size_t)n));
-            p.s_off += (uint64_t)n;
-        }
+        peer_to_server(&p, peer);
         if (ret == 1)
             break;
         assert_int_equal(SSL_get_error(p.c, ret), SSL_ERROR_WANT_WRITE);
     }
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 2);
+    read_expect(&p, 2);
     BIO_free(peer);
     free_pair(&p);
 }
@@ -1794,10 +1797,7 @@ static void padding_bounded(int block)
     assert_int_equal(r[1].number, big_number + 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
     shuttle(&p);
-    read_all(&p);
-    assert_false(p.fatal);
-    assert_int_equal(p.bad, 0);
-    assert_int_equal(p.got, 3);
+    read_expect(&p, 3);
     free_pair(&p);
 }
 
@@ -1820,20 +1820,6 @@ static int reset_globals(void **state)
     g_mte = 0;
     SSL_CTX_free(g_sctx);
     g_sctx = NULL;
-    return 0;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
     return 0;
 }
 
@@ -1894,7 +1880,8 @@ int main(int argc, char **argv)
 
     /* --seal: out-of-sequence sending (ctest ern.seal) */
     if (argc >= 2 && strcmp(argv[1], "--seal") == 0) {
-        r = cmocka_run_group_tests_name("ern_seal", seal_tests, setup, teardown);
+        r = cmocka_run_group_tests_name("ern_seal", seal_tests,
+                                        uh_identity_setup, uh_identity_teardown);
         if (argc == 4 && strcmp(argv[2], "--json") == 0 && r == 0) {
             FILE *f = fopen(argv[3], "w");
 
@@ -1911,7 +1898,7 @@ int main(int argc, char **argv)
         }
         return r;
     }
-    r = cmocka_run_group_tests_name("ern", tests, setup, teardown);
+    r = cmocka_run_group_tests_name("ern", tests, uh_identity_setup, uh_identity_teardown);
 
     if (argc == 3 && strcmp(argv[1], "--json") == 0 && r == 0) {
         FILE *f = fopen(argv[2], "w");

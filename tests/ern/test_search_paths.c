@@ -26,9 +26,6 @@
 
 #define NUM_MSGS 600
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
-
 typedef struct {
     SSL *s;
     BIO *seg;
@@ -68,7 +65,7 @@ static void one_run(run *r, UTLS_STATS *out_stats)
     int n;
 
     memset(r, 0, sizeof(*r));
-    assert_true(SSL_CTX_use_certificate(sctx, g_cert) && SSL_CTX_use_PrivateKey(sctx, g_key));
+    assert_true(SSL_CTX_use_certificate(sctx, uh_cert) && SSL_CTX_use_PrivateKey(sctx, uh_key));
     SSL_CTX_set_ciphersuites(cctx, "TLS_AES_128_GCM_SHA256");
     SSL_CTX_set_min_proto_version(cctx, TLS1_3_VERSION);
     SSL_CTX_set_num_tickets(sctx, 0);
@@ -145,24 +142,11 @@ static void test_search_paths_identical(void **state)
     OSSL_PROVIDER_unload(dflt);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_search_paths_identical),
     };
-    return cmocka_run_group_tests_name("search-paths", tests, setup, teardown);
+    return cmocka_run_group_tests_name("search-paths", tests,
+                                       uh_identity_setup, uh_identity_teardown);
 }

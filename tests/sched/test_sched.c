@@ -793,6 +793,28 @@ static UTLS_SCHED_STATS stats_of(fixture *f)
 /* The lead of a drain at 60 ms RTT: srtt + srtt/4 + 20 ms of slack. */
 #define DRAIN_LEAD_MS 95
 
+/* bbr_sched makes |f|'s scheduler with the defaults and a window reserve of
+ * one segment, on a BBR path (bbr_path). */
+static void bbr_sched(fixture *f)
+{
+    UTLS_SCHED_CONFIG cfg;
+
+    UTLS_sched_config_default(&cfg);
+    cfg.window_reserve_segs = 1;
+    sched_for(f, &cfg);
+    bbr_path(f);
+}
+
+/* learn_stamp lets the scheduler look at 1 s (the stamp of BBR's min_rtt
+ * filter unknown), then at 2 s after a lower RTT sample: the filter was
+ * refreshed at 2 s, so ProbeRTT is predicted at 12 s. */
+static void learn_stamp(fixture *f)
+{
+    observe_at(f, 1000);
+    f->ti.bbr_min_rtt_us = 60000;
+    observe_at(f, 2000);
+}
+
 static void test_sched_probe_rtt_drain_predicts_and_holds(void **state)
 {
     fixture *f = *state;
@@ -887,18 +909,12 @@ static void test_sched_probe_rtt_drain_predicts_and_holds(void **state)
 static void test_sched_probe_rtt_drain_wasted(void **state)
 {
     fixture *f = *state;
-    UTLS_SCHED_CONFIG cfg;
     UTLS_SCHED_MSG lo = prio(0);
     UTLS_SCHED_STATS st;
     size_t n;
 
-    UTLS_sched_config_default(&cfg);
-    cfg.window_reserve_segs = 1;
-    sched_for(f, &cfg);
-    bbr_path(f);
-    observe_at(f, 1000);
-    f->ti.bbr_min_rtt_us = 60000;
-    observe_at(f, 2000);
+    bbr_sched(f);
+    learn_stamp(f);
     /* A drain starts; then a lower sample refreshes the filter: the
      * ProbeRTT it was for will not come, bulk is released at once. */
     submit(f, "bulk0", &lo);
@@ -942,14 +958,10 @@ static void test_sched_probe_rtt_drain_wasted(void **state)
 static void test_sched_probe_rtt_drain_learns_interval(void **state)
 {
     fixture *f = *state;
-    UTLS_SCHED_CONFIG cfg;
     uint64_t t = 1000;
     int i;
 
-    UTLS_sched_config_default(&cfg);
-    cfg.window_reserve_segs = 1;
-    sched_for(f, &cfg);
-    bbr_path(f);
+    bbr_sched(f);
     observe_at(f, t);
     f->ti.cwnd_segs = 4; /* a first ProbeRTT, its stamp unknown: not learned */
     observe_at(f, t += 100);
@@ -986,7 +998,6 @@ static void test_sched_probe_rtt_drain_learns_interval(void **state)
 static void test_sched_probe_rtt_drain_bounded(void **state)
 {
     fixture *f = *state;
-    UTLS_SCHED_CONFIG cfg;
     UTLS_SCHED_MSG lo = prio(0);
     UTLS_SCHED_STATS st;
     size_t n;
@@ -994,14 +1005,9 @@ static void test_sched_probe_rtt_drain_bounded(void **state)
     /* An RTT of 5 s (a peer that delays its ACKs): the drain still starts
      * at most 250 ms before the predicted entry and ends at most 250 ms
      * after it. */
-    UTLS_sched_config_default(&cfg);
-    cfg.window_reserve_segs = 1;
-    sched_for(f, &cfg);
-    bbr_path(f);
+    bbr_sched(f);
     f->ti.srtt_us = 5000000;
-    observe_at(f, 1000);
-    f->ti.bbr_min_rtt_us = 60000;
-    observe_at(f, 2000);
+    learn_stamp(f);
     submit(f, "bulk0", &lo);
     f->now = (12000 - 251) * MS;
     assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
@@ -1048,9 +1054,7 @@ static void test_sched_probe_rtt_drain_only_with_bbr(void **state)
             f->ti.cc_is_bbr = 0;
             strcpy(f->ti.congestion_control, "cubic");
         }
-        observe_at(f, 1000);
-        f->ti.bbr_min_rtt_us = 60000;
-        observe_at(f, 2000);
+        learn_stamp(f);
         submit(f, "bulk", &lo);
         f->now = 11950 * MS;
         assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);

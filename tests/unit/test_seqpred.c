@@ -39,6 +39,33 @@ static utls_seqpred *new_with_anchor(uint64_t offset, uint64_t seq, size_t wire_
     return sp;
 }
 
+/* add_anchors gives |sp| the anchors of records 0..|num|-1, all 1448 bytes
+ * long and back to back from offset 0. */
+static void add_anchors(utls_seqpred *sp, uint64_t num)
+{
+    for (uint64_t i = 0; i < num; i++) {
+        utls_seqpred_record r = rec(i * 1448, i, 1448);
+        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    }
+}
+
+/* expect_exact checks that for every record |from|..|to|-1 of that 1448-byte
+ * stream, |sp| predicts its number exactly (first candidate) and ranks it
+ * first. */
+static void expect_exact(utls_seqpred *sp, uint64_t from, uint64_t to)
+{
+    uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
+    uint64_t first = 0;
+
+    for (uint64_t seq = from; seq < to; seq++) {
+        utls_seqpred_query q = query(seq * 1448, 1448);
+        assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
+        assert_int_equal(first, seq);
+        assert_true(utls_seqpred_candidates(sp, cands, 16, &q) > 0);
+        assert_int_equal(cands[0], first);
+    }
+}
+
 static int contains(const uint64_t *v, size_t n, uint64_t x)
 {
     for (size_t i = 0; i < n; i++) {
@@ -54,10 +81,7 @@ static void test_seqpred_constant_sizes_first_exact(void **state)
 {
     (void)state;
     utls_seqpred *sp = utls_seqpred_new(NULL);
-    for (uint64_t i = 0; i < 10; i++) {
-        utls_seqpred_record r = rec(i * 1448, i, 1448);
-        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
-    }
+    add_anchors(sp, 10);
     uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
     for (uint64_t lost = 0; lost < 50; lost++) {
         utls_seqpred_query q = query((10 + lost) * 1448, 1448);
@@ -353,17 +377,8 @@ static void test_seqpred_first_candidate_matches_ranking(void **state)
     utls_seqpred_query q = query(0, 1448);
 
     assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0); /* no anchor */
-    for (uint64_t i = 0; i < 4; i++) {
-        utls_seqpred_record r = rec(i * 1448, i, 1448);
-        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
-    }
-    for (uint64_t k = 0; k < 40; k++) {
-        q = query((4 + k) * 1448, 1448);
-        assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
-        assert_int_equal(first, 4 + k);
-        assert_true(utls_seqpred_candidates(sp, cands, 16, &q) > 0);
-        assert_int_equal(cands[0], first);
-    }
+    add_anchors(sp, 4);
+    expect_exact(sp, 4, 44);
     q = query(4 * 1448 + 100, 1448); /* not a multiple: ranked */
     assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
     q = query(2 * 1448, 1448); /* an anchor's own offset */
@@ -392,17 +407,8 @@ static void test_seqpred_first_candidate_matches_ranking(void **state)
     for (size_t n = 0; n < 3; n++) {
         utls_seqpred_observe(sp, 300 + 100 * n);
     }
-    for (uint64_t i = 0; i < 600; i++) {
-        utls_seqpred_record r = rec(i * 1448, i, 1448);
-        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
-    }
-    for (uint64_t k = 1; k < 80; k++) {
-        q = query((600 + k) * 1448, 1448);
-        assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 1);
-        assert_int_equal(first, 600 + k);
-        assert_true(utls_seqpred_candidates(sp, cands, 16, &q) > 0);
-        assert_int_equal(cands[0], first);
-    }
+    add_anchors(sp, 600);
+    expect_exact(sp, 601, 680);
     q = query(700 * 1448 + 724, 1448); /* half a record off: ranked */
     assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
     utls_seqpred_free(sp);

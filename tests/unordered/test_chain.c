@@ -40,9 +40,6 @@
 
 #include "uharness.h"
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
-
 /* Records a test writes at most (the hole, the chain, what follows). */
 #define MAX_RECS 48
 #define REC_PLAIN_LEN 1400
@@ -120,7 +117,7 @@ static int write_key_update(chain *ch)
 static void chain_new(chain *ch, int num_msgs)
 {
     memset(ch, 0, sizeof(*ch));
-    assert_true(uh_seg_pair_new(&ch->p, g_key, g_cert, SSL_MODE_UNORDERED));
+    assert_true(uh_seg_pair_new(&ch->p, uh_key, uh_cert, SSL_MODE_UNORDERED));
     for (int i = 0; i < num_msgs; i++)
         write_msg(ch, (uint32_t)i);
 }
@@ -556,20 +553,6 @@ static void test_chain_nothing_to_read_in_order(void **state)
     chain_free(&ch);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -585,5 +568,5 @@ int main(void)
         cmocka_unit_test(test_chain_nothing_to_read_in_order),
     };
 
-    return cmocka_run_group_tests_name("chain", tests, setup, teardown);
+    return cmocka_run_group_tests_name("chain", tests, uh_identity_setup, uh_identity_teardown);
 }

@@ -36,9 +36,6 @@
 #define NUM_RECORDS 3
 #define RECORD_LEN 1200
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
-
 typedef struct {
     uh_seg_pair tls;
     uint8_t *wire[NUM_RECORDS];
@@ -52,7 +49,7 @@ static void pair_new(pair *p, uint64_t mode)
     int n;
 
     memset(p, 0, sizeof(*p));
-    assert_true(uh_seg_pair_new(&p->tls, g_key, g_cert, mode));
+    assert_true(uh_seg_pair_new(&p->tls, uh_key, uh_cert, mode));
     for (int r = 0; r < NUM_RECORDS; r++) {
         for (size_t i = 0; i < RECORD_LEN; i++)
             p->plain[r][i] = (uint8_t)(r * 37 + i * 11 + 3);
@@ -231,20 +228,6 @@ static void test_inorder_new_read_bio(void **state)
     pair_free(&p);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,5 +235,6 @@ int main(void)
         cmocka_unit_test(test_inorder_idle_read_sees_next_push),
         cmocka_unit_test(test_inorder_new_read_bio),
     };
-    return cmocka_run_group_tests_name("unordered-inorder", tests, setup, teardown);
+    return cmocka_run_group_tests_name("unordered-inorder", tests,
+                                       uh_identity_setup, uh_identity_teardown);
 }

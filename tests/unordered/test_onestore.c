@@ -29,9 +29,6 @@
 
 #include "uharness.h"
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
-
 /* The segment BIO's bound on runs held past a hole (UTLS_SEG_MAX_RUNS in
  * utls_bio.c): one more and the farthest run is evicted. */
 #define SEG_MAX_RUNS 65536
@@ -65,7 +62,8 @@ static void pair_new(pair *p)
     memset(p, 0, sizeof(*p));
     p->sctx = SSL_CTX_new(TLS_server_method());
     p->cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(p->sctx, g_cert) && SSL_CTX_use_PrivateKey(p->sctx, g_key));
+    assert_true(SSL_CTX_use_certificate(p->sctx, uh_cert)
+                && SSL_CTX_use_PrivateKey(p->sctx, uh_key));
     SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
     SSL_CTX_set_num_tickets(p->sctx, 0);
     p->c = SSL_new(p->cctx);
@@ -280,20 +278,6 @@ static void test_onestore_evicted_then_identical(void **state)
     run_evicted(0);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,5 +286,6 @@ int main(void)
         cmocka_unit_test(test_onestore_evicted_then_forged),
         cmocka_unit_test(test_onestore_evicted_then_identical),
     };
-    return cmocka_run_group_tests_name("unordered-onestore", tests, setup, teardown);
+    return cmocka_run_group_tests_name("unordered-onestore", tests,
+                                       uh_identity_setup, uh_identity_teardown);
 }

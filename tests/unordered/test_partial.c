@@ -25,9 +25,6 @@
 
 #include "uharness.h"
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
-
 static const size_t rec_len[3] = { 1000, 3000, 2000 };
 
 typedef struct {
@@ -43,7 +40,7 @@ static void pair_new(pair *p, uint64_t mode)
     int n;
 
     memset(p, 0, sizeof(*p));
-    assert_true(uh_seg_pair_new(&p->tls, g_key, g_cert, mode));
+    assert_true(uh_seg_pair_new(&p->tls, uh_key, uh_cert, mode));
     for (int r = 0; r < 3; r++) {
         for (size_t i = 0; i < rec_len[r]; i++)
             p->plain[r][i] = (uint8_t)(r * 61 + i * 7 + 1);
@@ -180,20 +177,6 @@ static void test_env_word_sets_partial(void **state)
     SSL_CTX_free(ctx);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,5 +184,6 @@ int main(void)
         cmocka_unit_test(test_whole_records_without_flag),
         cmocka_unit_test(test_env_word_sets_partial),
     };
-    return cmocka_run_group_tests_name("unordered-partial", tests, setup, teardown);
+    return cmocka_run_group_tests_name("unordered-partial", tests,
+                                       uh_identity_setup, uh_identity_teardown);
 }

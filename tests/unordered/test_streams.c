@@ -27,9 +27,6 @@
 #include "uharness.h"
 #include "utls_streamq.h" /* the reorder buffer itself, for its limits */
 
-static EVP_PKEY *g_key;
-static X509 *g_cert;
-
 #define NUM_STREAMS 4
 #define MAX_RECORDS 4096
 
@@ -44,7 +41,7 @@ typedef struct {
 static void pair_new(pair *p, uint64_t server_mode, int client_streams, int server_streams)
 {
     memset(p, 0, sizeof(*p));
-    assert_true(uh_seg_pair_new(&p->tls, g_key, g_cert, server_mode));
+    assert_true(uh_seg_pair_new(&p->tls, uh_key, uh_cert, server_mode));
     if (client_streams)
         assert_int_equal(UTLS_stream_enable(p->tls.c, 1), 1);
     if (server_streams)
@@ -563,8 +560,8 @@ static void test_streams_reorder_with_ern(void **state)
     memset(&p, 0, sizeof(p));
     p.tls.sctx = SSL_CTX_new(TLS_server_method());
     p.tls.cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(p.tls.sctx, g_cert)
-                && SSL_CTX_use_PrivateKey(p.tls.sctx, g_key));
+    assert_true(SSL_CTX_use_certificate(p.tls.sctx, uh_cert)
+                && SSL_CTX_use_PrivateKey(p.tls.sctx, uh_key));
     SSL_CTX_set_min_proto_version(p.tls.cctx, TLS1_3_VERSION);
     SSL_CTX_set_num_tickets(p.tls.sctx, 2);
     p.tls.c = SSL_new(p.tls.cctx);
@@ -950,20 +947,6 @@ static void test_streams_limits_reorder_buffer(void **state)
     utls_streamq_free(q);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    return uh_make_identity(1, &g_key, &g_cert) ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    EVP_PKEY_free(g_key);
-    X509_free(g_cert);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     const char *group = argc > 1 ? argv[1] : "all";
@@ -977,7 +960,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_streams_api_small_buffer),
             cmocka_unit_test(test_streams_api_write_retry),
         };
-        rc |= cmocka_run_group_tests_name("streams.api", t, group_setup, group_teardown);
+        rc |= cmocka_run_group_tests_name("streams.api", t,
+                                          uh_identity_setup, uh_identity_teardown);
         ran = 1;
     }
     if (all || strcmp(group, "reorder") == 0) {
@@ -988,14 +972,16 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_streams_reorder_disable_while_held),
             cmocka_unit_test(test_streams_reorder_with_ern),
         };
-        rc |= cmocka_run_group_tests_name("streams.reorder", t, group_setup, group_teardown);
+        rc |= cmocka_run_group_tests_name("streams.reorder", t,
+                                          uh_identity_setup, uh_identity_teardown);
         ran = 1;
     }
     if (all || strcmp(group, "lossy") == 0) {
         const struct CMUnitTest t[] = {
             cmocka_unit_test(test_streams_lossy),
         };
-        rc |= cmocka_run_group_tests_name("streams.lossy", t, group_setup, group_teardown);
+        rc |= cmocka_run_group_tests_name("streams.lossy", t,
+                                          uh_identity_setup, uh_identity_teardown);
         ran = 1;
     }
     if (all || strcmp(group, "malformed") == 0) {
@@ -1004,7 +990,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_streams_malformed_duplicate),
             cmocka_unit_test(test_streams_malformed_gap),
         };
-        rc |= cmocka_run_group_tests_name("streams.malformed", t, group_setup, group_teardown);
+        rc |= cmocka_run_group_tests_name("streams.malformed", t,
+                                          uh_identity_setup, uh_identity_teardown);
         ran = 1;
     }
     if (all || strcmp(group, "limits") == 0) {
@@ -1013,7 +1000,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_streams_limits_many_behind_hole),
             cmocka_unit_test(test_streams_limits_reorder_buffer),
         };
-        rc |= cmocka_run_group_tests_name("streams.limits", t, group_setup, group_teardown);
+        rc |= cmocka_run_group_tests_name("streams.limits", t,
+                                          uh_identity_setup, uh_identity_teardown);
         ran = 1;
     }
     if (!ran) {

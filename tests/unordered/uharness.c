@@ -184,6 +184,25 @@ end:
     return ok;
 }
 
+EVP_PKEY *uh_key;
+X509 *uh_cert;
+
+int uh_identity_setup(void **state)
+{
+    (void)state;
+    return uh_make_identity(1, &uh_key, &uh_cert) ? 0 : -1;
+}
+
+int uh_identity_teardown(void **state)
+{
+    (void)state;
+    EVP_PKEY_free(uh_key);
+    X509_free(uh_cert);
+    uh_key = NULL;
+    uh_cert = NULL;
+    return 0;
+}
+
 void uh_errors_to_stderr(const char *what)
 {
     unsigned long e;

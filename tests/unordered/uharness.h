@@ -39,6 +39,21 @@ size_t uh_msg_peek_len(const uint8_t *msg, size_t len);
  * if |ec|, else RSA-2048. The caller owns both. Returns 1 or 0. */
 int uh_make_identity(int ec, EVP_PKEY **out_key, X509 **out_cert);
 
+/* uh_key, uh_cert: the group's test identity (ECDSA P-256), made by
+ * uh_identity_setup and freed by uh_identity_teardown; NULL outside them.
+ * The harness owns both; tests borrow them. */
+extern EVP_PKEY *uh_key;
+extern X509 *uh_cert;
+
+/* uh_identity_setup is a cmocka group setup: it makes uh_key/uh_cert with
+ * uh_make_identity(1, ...). |state| is unused. Returns 0, or -1 if the
+ * identity could not be made (cmocka then runs no test of the group). */
+int uh_identity_setup(void **state);
+
+/* uh_identity_teardown is the matching cmocka group teardown: it frees
+ * uh_key/uh_cert and sets them to NULL. Returns 0. */
+int uh_identity_teardown(void **state);
+
 /*-
  * A TLS 1.3 client and server in one process, the server reading through
  * UTLS_BIO_s_segment(): the test hands it the client's bytes as TCP segments

@@ -286,7 +286,11 @@ def tls_payload_len():
     return TLS_SEND_CHUNKS * TLS_CHUNK + len(frame(b"uCOBS inside TLS is still TLS"))
 
 
-def cmd_tls_serve(a):
+def tls_serve(a, want):
+    """tls_serve is the TLS server of the capture tests, run in the
+    namespace: it loads a.cert/a.key, accepts one client on 127.0.0.1:a.port,
+    reads until |want| bytes came or the client closed, and replies "got N".
+    Returns 0 if N == |want|, else 1. Shared with utls_scope.py."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
     ls = socket.socket()
@@ -297,21 +301,32 @@ def cmd_tls_serve(a):
     c, _ = ls.accept()
     t = ctx.wrap_socket(c, server_side=True)
     n = 0
-    while n < tls_payload_len():
+    while n < want:
         b = t.recv(65536)
         if not b:
             break
         n += len(b)
     t.sendall(("got %d" % n).encode())
     t.close()
-    return 0 if n == tls_payload_len() else 1
+    return 0 if n == want else 1
 
 
-def cmd_tls_send(a):
+def tls_client(port):
+    """tls_client returns a TLS socket connected to 127.0.0.1:|port| that
+    does not verify the server (its certificate is a throwaway one); the
+    caller owns and closes it. Shared with utls_scope.py."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
-    t = ctx.wrap_socket(socket.create_connection(("127.0.0.1", a.port)))
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)))
+
+
+def cmd_tls_serve(a):
+    return tls_serve(a, tls_payload_len())
+
+
+def cmd_tls_send(a):
+    t = tls_client(a.port)
     rng = random.Random(3)
     for _ in range(TLS_SEND_CHUNKS):
         t.sendall(rng.randbytes(TLS_CHUNK))
@@ -513,20 +528,53 @@ def is_subsequence(part, whole):
     return all(any(p == w for w in it) for p in part)
 
 
-def cmd_run(a):
+def prerequisites(a):
+    """prerequisites returns False (after logging why: the caller exits SKIP)
+    if a tool the capture tests run is missing or we are not root; raises Fail
+    if the plugin |a.plugin| is missing or not in a DIR/X.Y/epan/ tree;
+    otherwise sets a.plugin_dir (the DIR for WIRESHARK_PLUGIN_DIR) and
+    returns True. Shared with utls_scope.py."""
     for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", "mergecap", a.tshark):
         if shutil.which(tool) is None:
             log("SKIP: %s not installed" % tool)
-            return SKIP
+            return False
     if os.geteuid() != 0:
         log("SKIP: network namespaces and tcpdump need root")
-        return SKIP
+        return False
     if not os.path.isfile(a.plugin):
         raise Fail("no plugin at %s (build the utls_wireshark target)" % a.plugin)
     epan = os.path.dirname(os.path.abspath(a.plugin))
     if os.path.basename(epan) != "epan":
         raise Fail("%s is not in a DIR/X.Y/epan/ plugin tree" % a.plugin)
     a.plugin_dir = os.path.dirname(os.path.dirname(epan))
+    return True
+
+
+def check_ports_free(ts, ports):
+    """check_ports_free raises Fail if this tshark assigns any TCP port of
+    |ports| to a dissector (decode-as would then fight the test's own);
+    returns None. Shared with utls_scope.py."""
+    decodes = ts.run("-G", "decodes")
+    for port in ports:
+        if "tcp.port\t%d\t" % port in decodes:
+            raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
+
+
+def clean_up(ns, work, remove):
+    """clean_up deletes the namespace |ns| and, if |remove|, the work
+    directory |work|; otherwise it says where the work directory was kept
+    (a failed run's captures, for a look). Returns None. Shared with
+    utls_scope.py."""
+    ns.delete()
+    if remove:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        log("work directory kept: %s" % work)
+
+
+def cmd_run(a):
+    if not prerequisites(a):
+        return SKIP
     self_test_codec()
     work = tempfile.mkdtemp(prefix="utls-ucobs-")
     os.chmod(work, 0o755)  # tshark runs as nobody
@@ -534,11 +582,8 @@ def cmd_run(a):
     protos = ts.run("-G", "protocols")
     if "\tucobs" not in protos:
         raise Fail("tshark did not load the plugin from %s" % a.plugin_dir)
-    decodes = ts.run("-G", "decodes")
-    for port in (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD, PORT_BIGFIRST, SPORT_BIGFIRST,
-                 PORT_LOSSY, SPORT_LOSSY):
-        if "tcp.port\t%d\t" % port in decodes:
-            raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
+    check_ports_free(ts, (PORT_SESSION, SPORT_SESSION, PORT_TLS, PORT_BAD, SPORT_BAD, PORT_BIGFIRST,
+                          SPORT_BIGFIRST, PORT_LOSSY, SPORT_LOSSY))
     me = [a.python, os.path.abspath(__file__)]
     ns = Netns("%s%d" % (a.prefix, os.getpid()))
     ok = False
@@ -814,11 +859,7 @@ def cmd_run(a):
         ok = True
         return 0
     finally:
-        ns.delete()
-        if ok and not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            log("work directory kept: %s" % work)
+        clean_up(ns, work, ok and not a.keep)
 
 
 def main():

@@ -32,9 +32,6 @@ Exit 0 pass, 1 fail, 77 skip.
 """
 import argparse
 import os
-import shutil
-import socket
-import ssl
 import struct
 import subprocess
 import sys
@@ -247,32 +244,12 @@ def capture_tls(ns, work, me, name, port, cert, key, lossy):
 def cmd_tls_serve(a):
     """TLS server in the namespace: reads until the client closes, replies
     with the byte count."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(a.cert, a.key)
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", a.port))
-    ls.listen(1)
-    print("listening", flush=True)
-    c, _ = ls.accept()
-    t = ctx.wrap_socket(c, server_side=True)
-    want, n = TLS_MESSAGES * TLS_MESSAGE_LEN, 0
-    while n < want:
-        b = t.recv(65536)
-        if not b:
-            break
-        n += len(b)
-    t.sendall(("got %d" % n).encode())
-    t.close()
-    return 0 if n == want else 1
+    return us.tls_serve(a, TLS_MESSAGES * TLS_MESSAGE_LEN)
 
 
 def cmd_tls_send(a):
     """TLS client: TLS_MESSAGES records of TLS_MESSAGE_LEN bytes, back to back."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    t = ctx.wrap_socket(socket.create_connection(("127.0.0.1", a.port)))
+    t = us.tls_client(a.port)
     for i in range(TLS_MESSAGES):
         t.sendall(bytes([i & 0xff]) * TLS_MESSAGE_LEN)
     reply = t.recv(100)
@@ -299,27 +276,14 @@ def count(ts, pcap, dfilter, *opts):
 
 
 def run(a):
-    for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", "mergecap", a.tshark):
-        if shutil.which(tool) is None:
-            log("SKIP: %s not installed" % tool)
-            return SKIP
-    if os.geteuid() != 0:
-        log("SKIP: network namespaces and tcpdump need root")
+    if not us.prerequisites(a):
         return SKIP
-    if not os.path.isfile(a.plugin):
-        raise Fail("no plugin at %s (build the utls_wireshark target)" % a.plugin)
-    epan = os.path.dirname(os.path.abspath(a.plugin))
-    if os.path.basename(epan) != "epan":
-        raise Fail("%s is not in a DIR/X.Y/epan/ plugin tree" % a.plugin)
-    a.plugin_dir = os.path.dirname(os.path.dirname(epan))
     ts = us.Tshark(a)
     protos = ts.run("-G", "protocols")
     if "\tutls\t" not in protos and "\tutls\n" not in protos or "\tucobs" not in protos:
         raise Fail("tshark did not load the plugin from %s" % a.plugin_dir)
-    decodes = ts.run("-G", "decodes")
-    for port in (PORT_UCOBS, SPORT_UCOBS, PORT_UCOBS_LOSSY, SPORT_UCOBS_LOSSY, PORT_TLS, PORT_TLS_LOSSY):
-        if "tcp.port\t%d\t" % port in decodes:
-            raise Fail("port %d is assigned to a dissector in this tshark: pick other test ports" % port)
+    us.check_ports_free(ts, (PORT_UCOBS, SPORT_UCOBS, PORT_UCOBS_LOSSY, SPORT_UCOBS_LOSSY, PORT_TLS,
+                             PORT_TLS_LOSSY))
     work = tempfile.mkdtemp(prefix="utls-scope-")
     os.chmod(work, 0o755)  # tshark runs as nobody
     me = [a.python, os.path.join(HERE, "ucobs_session.py")]
@@ -393,11 +357,7 @@ def run(a):
         ok = True
         return 0
     finally:
-        ns.delete()
-        if ok and not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            log("work directory kept: %s" % work)
+        us.clean_up(ns, work, ok and not a.keep)
 
 
 def main():
