@@ -253,8 +253,31 @@ def cmd_vectors(a, work):
     log("tampered vector rejected, as it must be")
 
 
+def tls_decode_as(a, pcap):
+    """tls_decode_as returns tshark options that decode every TCP port of the
+    connections in |pcap| (each test captures only its own) as TLS. The ports
+    are ephemeral and random, and a client port can be one a Wireshark
+    dissector owns (44818 is EtherNet/IP): tshark would then give the stream
+    to that dissector instead of TLS and the test would fail by chance."""
+    r = subprocess.run([a.tshark, "-r", pcap, "-Y", "tcp.flags.syn == 1", "-T", "fields",
+                        "-e", "tcp.srcport", "-e", "tcp.dstport"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise Fail("tshark could not list the ports of %s: %s" % (pcap, r.stderr.decode(errors="replace")))
+    ports = sorted({int(p) for p in r.stdout.decode().split() if p.isdigit()})
+    opts = []
+    for port in ports:
+        opts += ["-d", "tcp.port==%d,tls" % port]
+    return opts
+
+
 def tshark(a, *args):
-    r = subprocess.run([a.tshark] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """tshark runs a.tshark with |args|; reading a capture ("-r PCAP" first),
+    its connections are decoded as TLS (tls_decode_as). Returns stdout."""
+    args = list(args)
+    if len(args) >= 2 and args[0] == "-r":
+        args = args[:2] + tls_decode_as(a, args[1]) + args[2:]
+    r = subprocess.run([a.tshark] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if r.returncode != 0:
         raise Fail("tshark %s failed: %s" % (" ".join(args), r.stderr.decode(errors="replace")))
     return r.stdout.decode(errors="replace")
