@@ -271,12 +271,19 @@ def tls_decode_as(a, pcap):
     return opts
 
 
+# Decode As options per capture path (tls_decode_as), listed once per capture;
+# every capture is written completely before tshark reads it.
+_decode_as = {}
+
+
 def tshark(a, *args):
     """tshark runs a.tshark with |args|; reading a capture ("-r PCAP" first),
     its connections are decoded as TLS (tls_decode_as). Returns stdout."""
     args = list(args)
     if len(args) >= 2 and args[0] == "-r":
-        args = args[:2] + tls_decode_as(a, args[1]) + args[2:]
+        if args[1] not in _decode_as:
+            _decode_as[args[1]] = tls_decode_as(a, args[1])
+        args = args[:2] + _decode_as[args[1]] + args[2:]
     r = subprocess.run([a.tshark] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if r.returncode != 0:
         raise Fail("tshark %s failed: %s" % (" ".join(args), r.stderr.decode(errors="replace")))
