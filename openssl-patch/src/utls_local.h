@@ -339,6 +339,13 @@ struct utls_conn_st {
      * corrupts the heap. */
     EVP_CIPHER_CTX *probe_ctx;
     int probe_ctx_valid;
+    /* TLS 1.3 probes decrypt directly (utls_probe13): the tag length as
+     * tls13_enc() derives it from the suite (0: not a TLS 1.3 AEAD suite,
+     * probes go through tls13_enc()), whether it is AES-CCM, and the IV
+     * length of the current key's context and of the next key's. */
+    size_t probe13_taglen;
+    int probe13_ccm;
+    size_t probe13_ivlen, next_ivlen;
     /* AEAD candidate search through the uTLS provider (provider/), for the
      * current TLS 1.3 AES-GCM key, when the provider is loaded; NULL
      * otherwise (trial decryption one candidate at a time). */
@@ -444,6 +451,14 @@ utls_conn *utls_conn_get(SSL *s);
 void utls_raise(int reason, const char *fmt, ...);
 uint64_t utls_now_ns(void);
 void utls_ooo_reset(utls_conn *c);
+
+/*
+ * utls_probe13_setup notes, for the current read key, what the direct TLS 1.3
+ * probe needs (tag length as tls13_enc() derives it, AES-CCM or not, IV
+ * length); for anything but a TLS 1.3 AEAD suite it leaves probes to
+ * tls13_enc() and the other ssl3_enc functions.
+ */
+void utls_probe13_setup(SSL *s, utls_conn *c);
 
 /*
  * utls_probe checks whether the record |wire| (|wire_len| bytes, header

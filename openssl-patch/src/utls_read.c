@@ -397,6 +397,7 @@ static int utls_gen_setup(SSL *s, utls_conn *c)
         return 0; /* decided again later */
     }
     c->gen_ready = 1;
+    utls_probe13_setup(s, c);
     if (BIO_get_ktls_recv(s->rbio)) {
         c->stats.fallback = UTLS_FALLBACK_KTLS;
         return 0;
