@@ -358,6 +358,7 @@ end:
 static void utls_copy_read_ctx(SSL *s, utls_conn *c)
 {
     c->probe_ctx_valid = 0;
+    c->probe_gcm_inv = UTLS_GCM_INV_UNKNOWN; /* a new copy is primed anew */
     if (s->enc_read_ctx == NULL)
         return;
     if (c->probe_ctx == NULL && (c->probe_ctx = EVP_CIPHER_CTX_new()) == NULL)
