@@ -151,6 +151,17 @@ static int utls_probe13_inner(SSL3_RECORD *rec, const unsigned char **out_pt, si
     return 1;
 }
 
+/* utls_param_octets fills |p| as OSSL_PARAM_construct_octet_string(|key|,
+ * |data|, |len|) would, or as the end marker when |key| is NULL. */
+static void utls_param_octets(OSSL_PARAM *p, const char *key, void *data, size_t len)
+{
+    p->key = key;
+    p->data_type = key != NULL ? OSSL_PARAM_OCTET_STRING : 0;
+    p->data = data;
+    p->data_size = len;
+    p->return_size = key != NULL ? OSSL_PARAM_UNMODIFIED : 0;
+}
+
 /*
  * utls_probe13_gcm_prime readies AES-GCM context |ctx|, whose static IV is
  * |static_iv| (|ivlen| bytes), for nonces set by their last eight bytes
@@ -246,13 +257,14 @@ static int utls_probe13(utls_conn *c, EVP_CIPHER_CTX *ctx, int *gcm_inv,
          * the tag parameter first); the fixed field is the static IV's. */
         OSSL_PARAM params[3];
 
-        params[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
-                                                      (void *)(wire + wire_len - taglen),
-                                                      taglen);
-        params[1] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV,
-                                                      iv + EVP_GCM_TLS_FIXED_IV_LEN,
-                                                      EVP_GCM_TLS_EXPLICIT_IV_LEN);
-        params[2] = OSSL_PARAM_construct_end();
+        /* Filled in place: OSSL_PARAM_construct_*() return the structure by
+         * value, three block copies that perf found in this function's
+         * hottest instructions. */
+        utls_param_octets(&params[0], OSSL_CIPHER_PARAM_AEAD_TAG,
+                          (void *)(wire + wire_len - taglen), taglen);
+        utls_param_octets(&params[1], OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV,
+                          iv + EVP_GCM_TLS_FIXED_IV_LEN, EVP_GCM_TLS_EXPLICIT_IV_LEN);
+        utls_param_octets(&params[2], NULL, NULL, 0); /* the end marker */
         keyed = EVP_CIPHER_CTX_set_params(ctx, params) > 0;
     } else {
         /* EVP_CTRL_AEAD_SET_TAG copies the tag into the context. */
