@@ -346,6 +346,12 @@ struct utls_conn_st {
     size_t probe13_taglen;
     int probe13_ccm;
     size_t probe13_ivlen, next_ivlen;
+    /* AES-GCM probes set the nonce and the tag with one parameter call (the
+     * invocation field under a fixed field, utls_probe13_gcm_prime): per
+     * context, UTLS_GCM_INV_UNKNOWN until the first probe of a copy tries,
+     * then UTLS_GCM_INV_READY or UTLS_GCM_INV_NO (EVP_CipherInit_ex per
+     * probe, as tls13_enc()). */
+    int probe_gcm_inv, next_gcm_inv;
     /* AEAD candidate search through the uTLS provider (provider/), for the
      * current TLS 1.3 AES-GCM key, when the provider is loaded; NULL
      * otherwise (trial decryption one candidate at a time). */
@@ -451,6 +457,11 @@ utls_conn *utls_conn_get(SSL *s);
 void utls_raise(int reason, const char *fmt, ...);
 uint64_t utls_now_ns(void);
 void utls_ooo_reset(utls_conn *c);
+
+/* The states of utls_conn_st.probe_gcm_inv and next_gcm_inv. */
+#define UTLS_GCM_INV_UNKNOWN 0 /* a fresh copy of the context: not tried */
+#define UTLS_GCM_INV_READY 1   /* fixed field set: probes set the rest */
+#define UTLS_GCM_INV_NO (-1)   /* not AES-GCM, or the provider refused */
 
 /*
  * utls_probe13_setup notes, for the current read key, what the direct TLS 1.3

@@ -358,6 +358,7 @@ end:
 static void utls_copy_read_ctx(SSL *s, utls_conn *c)
 {
     c->probe_ctx_valid = 0;
+    c->probe_gcm_inv = UTLS_GCM_INV_UNKNOWN; /* a new copy is primed anew */
     if (s->enc_read_ctx == NULL)
         return;
     if (c->probe_ctx == NULL && (c->probe_ctx = EVP_CIPHER_CTX_new()) == NULL)
@@ -1377,10 +1378,25 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     if (c == NULL
         || (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE)) != SSL_MODE_UNORDERED
         || rr->type != SSL3_RT_APPLICATION_DATA || !c->offset_known || !c->post_handshake
-        || !c->gen_ready || !c->ooo_possible || c->ern_rx || c->ahead.n > 0 || c->num_ready > 0
-        || s->enc_read_ctx == NULL)
+        || !c->gen_ready || !c->ooo_possible || c->ern_rx || s->enc_read_ctx == NULL)
         return record_done_full(s, rr);
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
+    if (c->ahead.n > 0 && c->ahead.v[0] == seq) {
+        /*
+         * The other common case past a hole: the record is the lowest one
+         * delivered out of order (utls_hook_skip_decrypt passed it unread).
+         * record_done_full would find it at the front of c->ahead, with
+         * nothing below it to drop: skip it, exactly once.
+         */
+        note_inorder_anchor(c, seq);
+        seqset_remove(&c->ahead, 0, 1);
+        rr->length = 0;
+        rr->read = 1;
+        c->stats.records_skipped++;
+        return 1;
+    }
+    if (c->ahead.n > 0 || c->num_ready > 0)
+        return record_done_full(s, rr);
     note_inorder_anchor(c, seq);
     note_inorder_info(s, c, rr, seq);
     return 1;
@@ -1498,7 +1514,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
 
     if (SSL_in_init(s) || (s->shutdown & SSL_RECEIVED_SHUTDOWN) || ossl_statem_in_error(s))
         return UTLS_HOOK_PASS;
-    if ((c = utls_conn_get(s)) == NULL)
+    if ((c = s->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return UTLS_HOOK_PASS;
     c->hooks.read_idle = 0;
     c->cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;

@@ -14,6 +14,8 @@
  *     leaves OpenSSL's error queue clean);
  *   - a segment that overlaps the chain with different bytes (held bytes
  *     win), with genuine and with forged bytes past the chain;
+ *   - a failed probe, then a genuine record copied to the next record's
+ *     place (each probe sets its own nonce);
  *   - a KeyUpdate inside a chain: the records after it are under the next
  *     key and are still delivered early;
  *   - a chain that meets the hole filling, and a new hole after it;
@@ -357,6 +359,57 @@ static void test_chain_overlap_forged_next(void **state)
 }
 
 /*
+ * Each probe sets its own nonce (AES-GCM: the invocation field, per probe;
+ * utls_probe.c). Record 3 arrives forged (one ciphertext bit), so its probe
+ * as number 3 fails after the nonce for 3 was set; then a genuine copy of
+ * record 3 arrives where record 4 belongs (the same length). Under a nonce
+ * left over from the failed probe it would authenticate; under record 4's it
+ * must not: nothing is delivered, and the error queue stays clean. A genuine
+ * record 5 after it still verifies (its own nonce once more).
+ */
+static void test_chain_nonce_per_probe(void **state)
+{
+    chain ch;
+    UTLS_STATS st;
+    uint8_t *copy;
+
+    (void)state;
+    chain_new(&ch, 6);
+    assert_int_equal(ch.wire_len[3], ch.wire_len[4]);
+    push(&ch, 1);
+    read_record(&ch, 1, 1, 0);
+    push(&ch, 2);
+    read_record(&ch, 2, 1, 0);
+    copy = malloc(ch.wire_len[3]);
+    assert_non_null(copy);
+    memcpy(copy, ch.wire[3], ch.wire_len[3]);
+    ch.wire[3][SSL3_RT_HEADER_LENGTH + 20] ^= 0x01;
+    push(&ch, 3);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    st = stats(&ch);
+    assert_int_equal(st.records_out_of_order, 2);
+    assert_true(st.soft_failures >= 1);
+    push_bytes(&ch, ch.off[4], copy, ch.wire_len[3]); /* record 3's bytes at 4's place */
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    st = stats(&ch);
+    assert_int_equal(st.records_out_of_order, 2);
+    assert_true(st.soft_failures >= 2);
+    push(&ch, 5);
+    read_record(&ch, 5, 1, 0);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    /* In order: record 0, records 1 and 2 passed unread, then the forged
+     * record 3 fails as it would in stock OpenSSL. */
+    push(&ch, 0);
+    read_record(&ch, 0, 0, 0);
+    read_fails(&ch, SSL_ERROR_SSL);
+    st = stats(&ch);
+    assert_int_equal(st.records_out_of_order, 3);
+    assert_int_equal(st.decryptions_saved, 2);
+    free(copy);
+    chain_free(&ch);
+}
+
+/*
  * A KeyUpdate inside a chain: records 1 and 2 under the first key, the
  * KeyUpdate (a handshake record, processed only in order), then records
  * under the next key. Those are delivered early too, as key generation 1,
@@ -562,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_chain_forged_length_at_cursor),
         cmocka_unit_test(test_chain_overlap_genuine_next),
         cmocka_unit_test(test_chain_overlap_forged_next),
+        cmocka_unit_test(test_chain_nonce_per_probe),
         cmocka_unit_test(test_chain_key_update_inside),
         cmocka_unit_test(test_chain_meets_hole_filling),
         cmocka_unit_test(test_chain_end_of_stream_after_chain),
