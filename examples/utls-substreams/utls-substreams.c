@@ -400,10 +400,7 @@ static int do_send(void)
     fprintf(logf_, "{\"event\":\"end\",\"sent\":%ld}\n", opt.count);
     fflush(logf_);
     SSL_shutdown(ssl);
-    /* Wait for the receiver to close, so the last messages are not cut off. */
-    shutdown(fd, SHUT_WR);
-    while (wait_readable(fd, 30000) && read(fd, m, sizeof(m)) > 0)
-        continue;
+    drain_until_closed(fd, m, sizeof(m));
     SSL_free(ssl);
     SSL_CTX_free(ctx);
     return 0;
@@ -428,78 +425,45 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     int sender, rc;
+    const char *mode = "tls";
+    const example_option opts[] = {
+        {"--skip-without-tap", EXAMPLE_OPT_FLAG, &opt.skip_without_tap},
+        {"--quiet", EXAMPLE_OPT_FLAG, &opt.quiet},
+        {"--mode", EXAMPLE_OPT_STR, &mode},
+        {"--listen", EXAMPLE_OPT_STR, &opt.addr},
+        {"--connect", EXAMPLE_OPT_STR, &opt.addr},
+        {"--count", EXAMPLE_OPT_LONG, &opt.count},
+        {"--streams", EXAMPLE_OPT_LONG, &opt.streams},
+        {"--size", EXAMPLE_OPT_LONG, &opt.size},
+        {"--interval", EXAMPLE_OPT_DOUBLE, &opt.interval_ms},
+        {"--out", EXAMPLE_OPT_STR, &opt.out},
+        {"--ready", EXAMPLE_OPT_STR, &opt.ready},
+        {"--require", EXAMPLE_OPT_STR, &opt.require},
+        {"--timeout", EXAMPLE_OPT_LONG, &opt.timeout_s},
+        {"--cc", EXAMPLE_OPT_STR, &opt.cc},
+    };
 
     example_name = "utls-substreams";
-    if (argc < 2)
-        usage();
-    if (strcmp(argv[1], "send") == 0)
-        sender = 1;
-    else if (strcmp(argv[1], "recv") == 0)
-        sender = 0;
+    sender = parse_role(argc >= 2 ? argv[1] : NULL, usage);
+    parse_options(argc, argv, 2, opts, sizeof(opts) / sizeof(opts[0]), usage);
+    example_quiet = opt.quiet;
+    if (strcmp(mode, "tls") == 0)
+        opt.mode = MODE_TLS;
+    else if (strcmp(mode, "utls_streams") == 0)
+        opt.mode = MODE_UTLS_STREAMS;
     else
         usage();
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-        if (strcmp(a, "--skip-without-tap") == 0) {
-            opt.skip_without_tap = 1;
-            continue;
-        }
-        if (strcmp(a, "--quiet") == 0) {
-            opt.quiet = example_quiet = 1;
-            continue;
-        }
-        if (v == NULL)
-            usage();
-        i++;
-        if (strcmp(a, "--mode") == 0) {
-            if (strcmp(v, "tls") == 0)
-                opt.mode = MODE_TLS;
-            else if (strcmp(v, "utls_streams") == 0)
-                opt.mode = MODE_UTLS_STREAMS;
-            else
-                usage();
-        } else if (strcmp(a, "--listen") == 0 || strcmp(a, "--connect") == 0) {
-            opt.addr = v;
-        } else if (strcmp(a, "--count") == 0) {
-            opt.count = atol(v);
-        } else if (strcmp(a, "--streams") == 0) {
-            opt.streams = atol(v);
-        } else if (strcmp(a, "--size") == 0) {
-            opt.size = atol(v);
-        } else if (strcmp(a, "--interval") == 0) {
-            opt.interval_ms = atof(v);
-        } else if (strcmp(a, "--out") == 0) {
-            opt.out = v;
-        } else if (strcmp(a, "--ready") == 0) {
-            opt.ready = v;
-        } else if (strcmp(a, "--require") == 0) {
-            opt.require = v;
-        } else if (strcmp(a, "--timeout") == 0) {
-            opt.timeout_s = atol(v);
-        } else if (strcmp(a, "--cc") == 0) {
-            opt.cc = v;
-        } else {
-            usage();
-        }
-    }
     if (opt.addr == NULL || opt.count <= 0 || opt.streams <= 0 || opt.streams > MAX_STREAMS
         || opt.size < MSG_HDR || opt.size > MAX_MSG || opt.interval_ms < 0)
         usage();
 #ifdef UTLS_SUBSTREAMS_STOCK
     if (opt.mode == MODE_UTLS_STREAMS)
         die("utls_streams mode: this is the stock build; use utls-substreams");
-    if (loaded_is_fork())
-        die("this is the stock build, but the uTLS fork %s is loaded", loaded_libssl());
+    check_require(opt.require, loaded_is_fork(), 1);
+#else
+    check_require(opt.require, loaded_is_fork(), 0);
 #endif
-    if (opt.require != NULL && (strcmp(opt.require, "fork") == 0) != loaded_is_fork())
-        die("--require %s: %s is loaded", opt.require, loaded_libssl());
-    signal(SIGPIPE, SIG_IGN);
-    if (opt.timeout_s > 0)
-        alarm((unsigned)opt.timeout_s); /* a hung network must not hang a test */
-    logf_ = stdout;
-    if (opt.out != NULL && (logf_ = fopen(opt.out, "w")) == NULL)
-        die("cannot write %s: %s", opt.out, strerror(errno));
+    logf_ = start_log(opt.out, opt.timeout_s);
     {
         /* real_minus_mono_ns maps capture timestamps onto this log's clock. */
         fprintf(logf_,
@@ -512,7 +476,6 @@ int main(int argc, char **argv)
     }
     fflush(logf_);
     rc = sender ? do_send() : do_recv();
-    if (logf_ != stdout)
-        fclose(logf_);
+    end_log(logf_);
     return rc;
 }
