@@ -245,6 +245,16 @@ int parse_role(const char *arg, void (*usage)(void))
     abort(); /* usage does not return */
 }
 
+int parse_choice(const char *arg, const char *const *names, size_t num_names, void (*usage)(void))
+{
+    for (size_t k = 0; k < num_names; k++) {
+        if (strcmp(arg, names[k]) == 0)
+            return (int)k;
+    }
+    usage();
+    abort(); /* usage does not return */
+}
+
 static const example_option *find_option(const example_option *opts, size_t num_opts,
                                          const char *name)
 {

@@ -101,9 +101,26 @@ typedef struct {
     void *dest;
 } example_option;
 
+/* EXAMPLE_STREAM_OPTIONS(o, mode): the example_option entries both
+ * streaming examples take, for their options struct |o| (fields of these
+ * names and types) and the --mode string |mode|. */
+#define EXAMPLE_STREAM_OPTIONS(o, mode)                                                            \
+    {"--skip-without-tap", EXAMPLE_OPT_FLAG, &(o).skip_without_tap},                               \
+        {"--quiet", EXAMPLE_OPT_FLAG, &(o).quiet}, {"--mode", EXAMPLE_OPT_STR, &(mode)},           \
+        {"--listen", EXAMPLE_OPT_STR, &(o).addr}, {"--connect", EXAMPLE_OPT_STR, &(o).addr},       \
+        {"--count", EXAMPLE_OPT_LONG, &(o).count}, {"--size", EXAMPLE_OPT_LONG, &(o).size},        \
+        {"--interval", EXAMPLE_OPT_DOUBLE, &(o).interval_ms},                                      \
+        {"--out", EXAMPLE_OPT_STR, &(o).out}, {"--ready", EXAMPLE_OPT_STR, &(o).ready},            \
+        {"--require", EXAMPLE_OPT_STR, &(o).require}, {"--cc", EXAMPLE_OPT_STR, &(o).cc},          \
+        {"--timeout", EXAMPLE_OPT_LONG, &(o).timeout_s}
+
 /* parse_role returns 1 for "send", 0 for "recv"; calls |usage| (which must
  * not return) for anything else, NULL included. */
 int parse_role(const char *arg, void (*usage)(void));
+
+/* parse_choice returns the index of |arg| in |names| (|num_names|
+ * entries); calls |usage|, which must not return, if it is none of them. */
+int parse_choice(const char *arg, const char *const *names, size_t num_names, void (*usage)(void));
 
 /* parse_options stores argv[first..argc-1] through |opts| (|num_opts|
  * entries). An unknown option, a missing value or a number that is not one

@@ -107,9 +107,12 @@ static struct {
 
 static FILE *logf_;
 
+/* The --mode names, in the order of enum mode. */
+static const char *const mode_names[] = {"tls", "utls", "dtls", "ucobs"};
+
 static const char *mode_name(enum mode m)
 {
-    return m == MODE_TLS ? "tls" : m == MODE_UTLS ? "utls" : m == MODE_UCOBS ? "ucobs" : "dtls";
+    return mode_names[m];
 }
 
 /* --- Which libssl is this? ------------------------------------------------ */
@@ -712,36 +715,16 @@ int main(int argc, char **argv)
     int rc, sender;
     const char *mode = "tls";
     const example_option opts[] = {
-        {"--skip-without-tap", EXAMPLE_OPT_FLAG, &opt.skip_without_tap},
-        {"--quiet", EXAMPLE_OPT_FLAG, &opt.quiet},
-        {"--mode", EXAMPLE_OPT_STR, &mode},
-        {"--listen", EXAMPLE_OPT_STR, &opt.addr},
-        {"--connect", EXAMPLE_OPT_STR, &opt.addr},
-        {"--count", EXAMPLE_OPT_LONG, &opt.count},
-        {"--size", EXAMPLE_OPT_LONG, &opt.size},
-        {"--interval", EXAMPLE_OPT_DOUBLE, &opt.interval_ms},
-        {"--out", EXAMPLE_OPT_STR, &opt.out},
-        {"--ready", EXAMPLE_OPT_STR, &opt.ready},
-        {"--require", EXAMPLE_OPT_STR, &opt.require},
+        EXAMPLE_STREAM_OPTIONS(opt, mode),
         {"--idle-ms", EXAMPLE_OPT_LONG, &opt.idle_ms},
-        {"--cc", EXAMPLE_OPT_STR, &opt.cc},
-        {"--timeout", EXAMPLE_OPT_LONG, &opt.timeout_s},
     };
 
     example_name = "utls-stream";
     sender = parse_role(argc >= 2 ? argv[1] : NULL, usage);
     parse_options(argc, argv, 2, opts, sizeof(opts) / sizeof(opts[0]), usage);
     example_quiet = opt.quiet;
-    if (strcmp(mode, "tls") == 0)
-        opt.mode = MODE_TLS;
-    else if (strcmp(mode, "utls") == 0)
-        opt.mode = MODE_UTLS;
-    else if (strcmp(mode, "dtls") == 0)
-        opt.mode = MODE_DTLS;
-    else if (strcmp(mode, "ucobs") == 0)
-        opt.mode = MODE_UCOBS;
-    else
-        usage();
+    opt.mode = (enum mode)parse_choice(mode, mode_names, sizeof(mode_names) / sizeof(mode_names[0]),
+                                       usage);
     if (opt.addr == NULL || opt.count <= 0 || opt.size < HDR_LEN || opt.size > MAX_PLAIN
         || opt.interval_ms < 0)
         usage();

@@ -80,9 +80,12 @@ static struct {
 
 static FILE *logf_;
 
+/* The --mode names, in the order of enum mode. */
+static const char *const mode_names[] = {"tls", "utls_streams"};
+
 static const char *mode_name(void)
 {
-    return opt.mode == MODE_TLS ? "tls" : "utls_streams";
+    return mode_names[opt.mode];
 }
 
 /* Whether the libssl mapped into this process is the fork (it exports the
@@ -427,32 +430,16 @@ int main(int argc, char **argv)
     int sender, rc;
     const char *mode = "tls";
     const example_option opts[] = {
-        {"--skip-without-tap", EXAMPLE_OPT_FLAG, &opt.skip_without_tap},
-        {"--quiet", EXAMPLE_OPT_FLAG, &opt.quiet},
-        {"--mode", EXAMPLE_OPT_STR, &mode},
-        {"--listen", EXAMPLE_OPT_STR, &opt.addr},
-        {"--connect", EXAMPLE_OPT_STR, &opt.addr},
-        {"--count", EXAMPLE_OPT_LONG, &opt.count},
+        EXAMPLE_STREAM_OPTIONS(opt, mode),
         {"--streams", EXAMPLE_OPT_LONG, &opt.streams},
-        {"--size", EXAMPLE_OPT_LONG, &opt.size},
-        {"--interval", EXAMPLE_OPT_DOUBLE, &opt.interval_ms},
-        {"--out", EXAMPLE_OPT_STR, &opt.out},
-        {"--ready", EXAMPLE_OPT_STR, &opt.ready},
-        {"--require", EXAMPLE_OPT_STR, &opt.require},
-        {"--timeout", EXAMPLE_OPT_LONG, &opt.timeout_s},
-        {"--cc", EXAMPLE_OPT_STR, &opt.cc},
     };
 
     example_name = "utls-substreams";
     sender = parse_role(argc >= 2 ? argv[1] : NULL, usage);
     parse_options(argc, argv, 2, opts, sizeof(opts) / sizeof(opts[0]), usage);
     example_quiet = opt.quiet;
-    if (strcmp(mode, "tls") == 0)
-        opt.mode = MODE_TLS;
-    else if (strcmp(mode, "utls_streams") == 0)
-        opt.mode = MODE_UTLS_STREAMS;
-    else
-        usage();
+    opt.mode = (enum mode)parse_choice(mode, mode_names, sizeof(mode_names) / sizeof(mode_names[0]),
+                                       usage);
     if (opt.addr == NULL || opt.count <= 0 || opt.streams <= 0 || opt.streams > MAX_STREAMS
         || opt.size < MSG_HDR || opt.size > MAX_MSG || opt.interval_ms < 0)
         usage();
