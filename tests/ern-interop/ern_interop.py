@@ -30,14 +30,15 @@ peers, and fork <-> fork. Subcommands:
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "interop"))
+for _shared in ("interop", "wireshark"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, _shared))
 from interop_procs import (Failure, Proc, child_setup, check_maps, free_port, listening_ports, log,  # noqa: E402
                            run_driver, set_log_name, wait_until)
+from tcpdump_capture import TcpdumpCapture  # noqa: E402
 
 set_log_name("ern-interop")
 
@@ -301,24 +302,11 @@ def cmd_forkfork(cfg):
 # --------------------------------------------------------------------------
 # captures
 
-class Capture:
+class Capture(TcpdumpCapture):
     def __init__(self, cfg, path, port):
-        self.path = path
-        self.errpath = path + ".log"
-        self.err = open(self.errpath, "w+")
-        self.proc = subprocess.Popen([cfg.tcpdump, "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
-                                      "tcp port %d" % port], stdout=subprocess.DEVNULL, stderr=self.err,
-                                     start_new_session=True, preexec_fn=child_setup)
-        end = time.monotonic() + 10
-        while time.monotonic() < end:
-            self.err.seek(0)
-            if "listening on" in self.err.read():
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise Failure("setup", "tcpdump did not start: %s" % open(self.errpath).read())
+        super().__init__([cfg.tcpdump, "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
+                          "tcp port %d" % port], path, path + ".log", lambda m: Failure("setup", m),
+                         start_new_session=True, preexec_fn=child_setup)
 
     def fins(self, cfg):
         r = subprocess.run([cfg.tshark, "-r", self.path, "-Y", "tcp.flags.fin==1", "-T", "fields",
@@ -331,15 +319,7 @@ class Capture:
             end = time.monotonic() + 8
             while self.fins(cfg) < 2 and time.monotonic() < end:
                 time.sleep(0.1)
-        if self.proc.poll() is None:
-            time.sleep(0.3)
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.err.close()
+        super().stop()
 
 
 def capture_session(cfg, lib):

@@ -47,7 +47,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -55,6 +54,8 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+
+from tcpdump_capture import TcpdumpCapture
 
 SKIP = 77
 MAX_DATAGRAM = 65535
@@ -363,37 +364,15 @@ class Netns:
         subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
 
 
-class Capture:
+class Capture(TcpdumpCapture):
     """tcpdump --immediate-mode on the namespace's lo, stopped with SIGINT."""
 
     def __init__(self, ns, path, bpf):
-        self.path = path
-        self.errpath = path + ".log"
-        self.err = open(self.errpath, "w+")
-        self.proc = subprocess.Popen(ns.argv("tcpdump", "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
-                                             "-Z", "root", bpf),
-                                     stdout=subprocess.DEVNULL, stderr=self.err)
-        end = time.monotonic() + 10
-        while time.monotonic() < end:
-            self.err.seek(0)
-            if "listening on" in self.err.read():
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise Fail("tcpdump did not start: %s" % open(self.errpath).read())
+        super().__init__(ns.argv("tcpdump", "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
+                                 "-Z", "root", bpf), path, path + ".log", Fail)
 
     def stop(self):
-        if self.proc.poll() is None:
-            time.sleep(0.3)
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.err.close()
+        super().stop()
         if os.path.exists(self.path):
             os.chmod(self.path, 0o644)
 
