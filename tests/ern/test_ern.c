@@ -493,6 +493,21 @@ static uint64_t be64(const unsigned char b[8])
     return v;
 }
 
+/* expect_numbered_both_ways: both ends agreed on numbers in both directions
+ * (status 0xF) and each sent and received |num| numbered records. */
+static void expect_numbered_both_ways(pair *p, uint64_t num)
+{
+    UTLS_STATS sc, ss;
+
+    assert_int_equal(UTLS_ern_status(p->c), 0xF);
+    assert_int_equal(UTLS_ern_status(p->s), 0xF);
+    assert_true(UTLS_get_stats(p->c, &sc) && UTLS_get_stats(p->s, &ss));
+    assert_int_equal(sc.ern_records_sent, num);
+    assert_int_equal(ss.ern_records_received, num);
+    assert_int_equal(ss.ern_records_sent, num);
+    assert_int_equal(sc.ern_records_received, num);
+}
+
 /* Both directions numbered after the negotiation, for AES-128-GCM and
  * AES-256-GCM; the offer is exactly the documented value. */
 static void negotiates(int arg)
@@ -501,7 +516,6 @@ static void negotiates(int arg)
 
     (void)arg;
     pair p;
-    UTLS_STATS sc, ss;
     uint64_t nonces[64];
     unsigned char offer[16];
 
@@ -521,14 +535,8 @@ static void negotiates(int arg)
         assert_true(memmem(p.s2c, p.s2c_len, offer, 16) == NULL);
     }
     exchange(&p, 5);
-    assert_int_equal(UTLS_ern_status(p.c), 0xF);
-    assert_int_equal(UTLS_ern_status(p.s), 0xF);
-    assert_true(UTLS_get_stats(p.c, &sc) && UTLS_get_stats(p.s, &ss));
     /* the client numbers all 5 lines; the server its 5 answers */
-    assert_int_equal(sc.ern_records_sent, 5);
-    assert_int_equal(ss.ern_records_received, 5);
-    assert_int_equal(ss.ern_records_sent, 5);
-    assert_int_equal(sc.ern_records_received, 5);
+    expect_numbered_both_ways(&p, 5);
     free_pair(&p);
 }
 
@@ -686,7 +694,6 @@ static void renegotiates(int arg)
 {
     pair p;
     unsigned char buf[100];
-    UTLS_STATS sc, ss;
 
     (void)arg;
     make_pair(&p, 1, 1, 2);
@@ -706,13 +713,7 @@ static void renegotiates(int arg)
     assert_false(SSL_renegotiate_pending(p.c));
     assert_int_equal(SSL_num_renegotiations(p.c), 1);
     exchange(&p, 3);
-    assert_int_equal(UTLS_ern_status(p.c), 0xF);
-    assert_int_equal(UTLS_ern_status(p.s), 0xF);
-    assert_true(UTLS_get_stats(p.c, &sc) && UTLS_get_stats(p.s, &ss));
-    assert_int_equal(sc.ern_records_sent, 5);
-    assert_int_equal(ss.ern_records_received, 5);
-    assert_int_equal(ss.ern_records_sent, 5);
-    assert_int_equal(sc.ern_records_received, 5);
+    expect_numbered_both_ways(&p, 5);
     free_pair(&p);
 }
 
