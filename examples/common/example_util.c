@@ -343,3 +343,28 @@ void drain_until_closed(int fd, void *buf, size_t buf_len)
     while (wait_readable(fd, DRAIN_WAIT_MS) && read(fd, buf, buf_len) > 0)
         continue;
 }
+
+int accept_tcp(int lfd)
+{
+    int fd, one = 1;
+
+    if ((fd = accept(lfd, NULL, NULL)) < 0)
+        die("accept: %s", strerror(errno));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+SSL *new_tls13_server(const char *cn, SSL_CTX **out_ctx)
+{
+    SSL_CTX *ctx;
+    SSL *ssl;
+
+    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
+        die("SSL_CTX_new");
+    make_cert(ctx, cn);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    if ((ssl = SSL_new(ctx)) == NULL)
+        die("SSL_new");
+    *out_ctx = ctx;
+    return ssl;
+}

@@ -72,6 +72,15 @@ int listen_socket(int type, const struct sockaddr_storage *ss, socklen_t sl, con
 int connect_retry(int type, const struct sockaddr_storage *ss, socklen_t sl, const char *addr,
                   const char *cc);
 
+/* accept_tcp accepts one connection on the listening TCP socket |lfd| and
+ * returns it with TCP_NODELAY set; the caller owns it. Dies on failure. */
+int accept_tcp(int lfd);
+
+/* new_tls13_server returns a TLS 1.3-only server SSL with a fresh
+ * self-signed certificate for |cn| (make_cert) and no BIO yet; |*out_ctx|
+ * gets its context. The caller frees both. Dies on failure. */
+SSL *new_tls13_server(const char *cn, SSL_CTX **out_ctx);
+
 /* wait_readable returns 1 if |fd| becomes readable within |ms| ms, else 0. */
 int wait_readable(int fd, long ms);
 

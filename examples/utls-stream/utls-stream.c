@@ -360,7 +360,7 @@ static int recv_tcp(void)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    int lfd, fd, one = 1;
+    int lfd, fd;
     SSL_CTX *ctx;
     SSL *ssl;
     BIO *bio = NULL, *tapbio = NULL;
@@ -392,9 +392,7 @@ static int recv_tcp(void)
 #endif
     touch_ready(opt.ready, lfd);
     note("recv %s: listening on %s", mode_name(opt.mode), opt.addr);
-    if ((fd = accept(lfd, NULL, NULL)) < 0)
-        die("accept: %s", strerror(errno));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    fd = accept_tcp(lfd);
 #ifndef UTLS_STREAM_STOCK
     if (opt.mode == MODE_UCOBS) {
         int rc = recv_ucobs(fd);
@@ -406,12 +404,7 @@ static int recv_tcp(void)
     }
 #endif
 
-    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
-        die("SSL_CTX_new");
-    make_cert(ctx, "utls-stream");
-    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-    if ((ssl = SSL_new(ctx)) == NULL)
-        die("SSL_new");
+    ssl = new_tls13_server("utls-stream", &ctx);
 #ifndef UTLS_STREAM_STOCK
     if (opt.mode == MODE_UTLS) {
         SSL_set_mode(ssl, SSL_MODE_UNORDERED);
@@ -612,11 +605,7 @@ static int send_ucobs(int fd)
     fprintf(logf_, "{\"event\":\"end\",\"sent\":%ld,\"max_late_ms\":%.3f}\n", opt.count,
             (double)late_max / 1e6);
     fflush(logf_);
-    /* Wait for the receiver to close, so that the last datagrams are not cut
-     * off by a reset. */
-    shutdown(fd, SHUT_WR);
-    while (wait_readable(fd, 30000) && read(fd, rec, sizeof(rec)) > 0)
-        continue;
+    drain_until_closed(fd, rec, sizeof(rec));
     close(fd);
     return 0;
 }

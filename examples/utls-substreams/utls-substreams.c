@@ -236,7 +236,7 @@ static int do_recv(void)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    int lfd, fd, one = 1;
+    int lfd, fd;
     SSL_CTX *ctx;
     SSL *ssl;
     BIO *bio = NULL, *tap = NULL;
@@ -261,15 +261,8 @@ static int do_recv(void)
     }
 #endif
     touch_ready(opt.ready, lfd);
-    if ((fd = accept(lfd, NULL, NULL)) < 0)
-        die("accept: %s", strerror(errno));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
-        die("SSL_CTX_new");
-    make_cert(ctx, "utls-substreams");
-    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-    if ((ssl = SSL_new(ctx)) == NULL)
-        die("SSL_new");
+    fd = accept_tcp(lfd);
+    ssl = new_tls13_server("utls-substreams", &ctx);
 #ifndef UTLS_SUBSTREAMS_STOCK
     if (opt.mode == MODE_UTLS_STREAMS) {
         SSL_set_mode(ssl, SSL_MODE_UNORDERED);
