@@ -28,6 +28,8 @@
 #include <openssl/utls.h>
 #include <openssl/x509.h>
 
+#include "uharness.h"
+
 #define MS UINT64_C(1000000)
 
 typedef struct {
@@ -58,31 +60,6 @@ static int fake_tcp_info(void *arg, UTLS_TCP_INFO *out)
     return 1;
 }
 
-static int make_identity(EVP_PKEY **out_key, X509 **out_cert)
-{
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    X509_NAME *name;
-
-    if (key == NULL || x == NULL) {
-        return 0;
-    }
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), -60);
-    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, key);
-    name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"sched", -1, -1,
-                               0);
-    X509_set_issuer_name(x, name);
-    if (!X509_sign(x, key, EVP_sha256())) {
-        return 0;
-    }
-    *out_key = key;
-    *out_cert = x;
-    return 1;
-}
-
 static void pair_handshake(fixture *f, size_t bio_buf)
 {
     EVP_PKEY *key = NULL;
@@ -90,7 +67,7 @@ static void pair_handshake(fixture *f, size_t bio_buf)
     BIO *cbio = NULL;
     int i, cdone = 0, sdone = 0;
 
-    assert_true(make_identity(&key, &cert));
+    assert_true(uh_make_identity(1, &key, &cert));
     f->cctx = SSL_CTX_new(TLS_client_method());
     f->sctx = SSL_CTX_new(TLS_server_method());
     assert_non_null(f->cctx);
