@@ -40,12 +40,15 @@ def set_log_name(name):
 
 
 def log(msg):
+    """log(msg): one line "NAME: msg" on stdout (flushed: ctest shows it even
+    when the driver is killed)."""
     sys.stdout.write("%s: %s\n" % (_log_name, msg))
     sys.stdout.flush()
 
 
 def child_setup():
-    # Runs in the child between fork and exec: die with the driver.
+    """child_setup(): the preexec_fn of every child: between fork and exec it
+    asks for SIGKILL when the driver dies (PR_SET_PDEATHSIG)."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
@@ -116,6 +119,7 @@ class Proc:
 
 
 def kill_all():
+    """kill_all(): kills every Proc started (their process groups)."""
     for pr in Proc.all:
         pr.kill()
 
