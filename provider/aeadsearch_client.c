@@ -25,32 +25,23 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "aead_layout.h"
 #include "be64.h"
 #include "utls/aeadsearch.h"
-
-#define STATIC_IV_LEN 12
-#define TLS12_GCM_SALT_LEN 4
-#define TLS12_GCM_EXPLICIT_LEN 8
-#define TLS12_AAD_LEN 13
 
 struct utls_aead_search_st {
     int path; /* UTLS_AEAD_SEARCH_PATH_PROVIDER or _EVP */
     int kind;
     int layout;
     EVP_CIPHER_CTX *ctx; /* the search cipher, or the AEAD */
-    unsigned char iv[STATIC_IV_LEN];
+    unsigned char iv[AEAD_NONCE_LEN];
     size_t iv_len;
     unsigned char seqs_be[UTLS_AEAD_SEARCH_MAX_CANDIDATES * 8];
 };
 
-static int is_gcm(int kind)
-{
-    return kind == UTLS_AEAD_SEARCH_AES_128_GCM || kind == UTLS_AEAD_SEARCH_AES_256_GCM;
-}
-
 static size_t explicit_len(const UTLS_AEAD_SEARCH *s)
 {
-    return is_gcm(s->kind) && s->layout == UTLS_AEAD_SEARCH_TLS12 ? TLS12_GCM_EXPLICIT_LEN : 0;
+    return utls_aead_search_explicit_len(s->kind, s->layout);
 }
 
 /* Wipes secrets: like OPENSSL_cleanse, without its byte-at-a-time cost. */
@@ -122,22 +113,7 @@ UTLS_AEAD_SEARCH *utls_aead_search_new(OSSL_LIB_CTX *libctx, const char *propq, 
     UTLS_AEAD_SEARCH *s;
     size_t want_key, want_iv;
 
-    switch (kind) {
-    case UTLS_AEAD_SEARCH_AES_128_GCM:
-        want_key = 16;
-        break;
-    case UTLS_AEAD_SEARCH_AES_256_GCM:
-    case UTLS_AEAD_SEARCH_CHACHA20_POLY1305:
-        want_key = 32;
-        break;
-    default:
-        return NULL;
-    }
-    switch (layout) {
-    case UTLS_AEAD_SEARCH_TLS13:
-    case UTLS_AEAD_SEARCH_TLS12:
-        break;
-    default:
+    if (!utls_aead_search_lengths(kind, layout, &want_key, &want_iv)) {
         return NULL;
     }
     switch (path) {
@@ -148,8 +124,6 @@ UTLS_AEAD_SEARCH *utls_aead_search_new(OSSL_LIB_CTX *libctx, const char *propq, 
     default:
         return NULL;
     }
-    want_iv = is_gcm(kind) && layout == UTLS_AEAD_SEARCH_TLS12 ? TLS12_GCM_SALT_LEN
-                                                               : STATIC_IV_LEN;
     if (key == NULL || iv == NULL || key_len != want_key || iv_len != want_iv) {
         return NULL;
     }
@@ -229,7 +203,7 @@ static enum utls_aead_search_result run_evp(UTLS_AEAD_SEARCH *s, uint8_t *out, s
     size_t ex = explicit_len(s);
     const uint8_t *c = record + UTLS_AEAD_SEARCH_HEADER_LEN + ex;
     size_t c_len = record_len - UTLS_AEAD_SEARCH_HEADER_LEN - ex - UTLS_AEAD_SEARCH_TAG_LEN;
-    unsigned char nonce[STATIC_IV_LEN], aad[TLS12_AAD_LEN];
+    unsigned char nonce[AEAD_NONCE_LEN], aad[TLS12_AAD_LEN];
     const unsigned char *a = record;
     size_t a_len = UTLS_AEAD_SEARCH_HEADER_LEN, i;
     int j, l, l2;
@@ -242,7 +216,7 @@ static enum utls_aead_search_result run_evp(UTLS_AEAD_SEARCH *s, uint8_t *out, s
                    TLS12_GCM_EXPLICIT_LEN);
         } else {
             /* RFC 8446 5.3, RFC 7905 2: the padded sequence number XOR the iv */
-            memcpy(nonce, s->iv, STATIC_IV_LEN);
+            memcpy(nonce, s->iv, AEAD_NONCE_LEN);
             for (j = 0; j < 8; j++) {
                 nonce[4 + j] ^= (unsigned char)(seqs[i] >> (56 - 8 * j));
             }

@@ -40,15 +40,12 @@
 #include <openssl/evp.h>
 #include <openssl/modes.h>
 
+#include "aead_layout.h"
 #include "be64.h"
 #include "gf128.h"
 #include "search.h"
 #include "utls/aeadsearch.h"
 
-#define GCM_NONCE_LEN 12
-#define TLS12_GCM_SALT_LEN 4
-#define TLS12_GCM_EXPLICIT_LEN 8
-#define TLS12_AAD_LEN 13
 #define AES_BLOCK 16
 /* Candidates per AES-ECB call; bounds the two stack buffers (2 KiB). */
 #define SEARCH_BATCH 64
@@ -65,7 +62,7 @@ struct ghash_only {
 struct utls_search_key_st {
     int kind;
     int layout;
-    unsigned char iv[GCM_NONCE_LEN];
+    unsigned char iv[AEAD_NONCE_LEN];
     size_t iv_len;
     uint64_t iv_tail;     /* iv[4..11], the part a sequence number is XORed into */
     EVP_CIPHER_CTX *ecb;  /* AES-GCM: E_K of counter blocks (candidates, keystream) */
@@ -105,20 +102,15 @@ static size_t ct_is_zero(int r)
     return (size_t)(((unsigned int)r - 1u) >> (sizeof(unsigned int) * 8 - 1));
 }
 
-static int is_gcm(int kind)
-{
-    return kind == UTLS_AEAD_SEARCH_AES_128_GCM || kind == UTLS_AEAD_SEARCH_AES_256_GCM;
-}
-
 static size_t explicit_len(const utls_search_key *k)
 {
-    return is_gcm(k->kind) && k->layout == UTLS_AEAD_SEARCH_TLS12 ? TLS12_GCM_EXPLICIT_LEN : 0;
+    return utls_aead_search_explicit_len(k->kind, k->layout);
 }
 
 /* The nonce of candidate |seq|: RFC 8446 5.3 / RFC 7905 2 (iv XOR seq), or
  * RFC 5288 3 (salt || explicit nonce). */
 static void nonce_for(const utls_search_key *k, const unsigned char *record, uint64_t seq,
-                      unsigned char nonce[GCM_NONCE_LEN])
+                      unsigned char nonce[AEAD_NONCE_LEN])
 {
     if (explicit_len(k) != 0) {
         memcpy(nonce, k->iv, TLS12_GCM_SALT_LEN);
@@ -170,22 +162,9 @@ utls_search_key *utls_search_key_new(OSSL_LIB_CTX *libctx, int kind, int layout,
     size_t want_key, want_iv;
     int l, i;
 
-    switch (kind) {
-    case UTLS_AEAD_SEARCH_AES_128_GCM:
-        want_key = 16;
-        break;
-    case UTLS_AEAD_SEARCH_AES_256_GCM:
-    case UTLS_AEAD_SEARCH_CHACHA20_POLY1305:
-        want_key = 32;
-        break;
-    default:
+    if (!utls_aead_search_lengths(kind, layout, &want_key, &want_iv)) {
         return NULL;
     }
-    if (layout != UTLS_AEAD_SEARCH_TLS13 && layout != UTLS_AEAD_SEARCH_TLS12) {
-        return NULL;
-    }
-    want_iv = is_gcm(kind) && layout == UTLS_AEAD_SEARCH_TLS12 ? TLS12_GCM_SALT_LEN
-                                                               : GCM_NONCE_LEN;
     if (key == NULL || iv == NULL || key_len != want_key || iv_len != want_iv) {
         return NULL;
     }
@@ -196,11 +175,11 @@ utls_search_key *utls_search_key_new(OSSL_LIB_CTX *libctx, int kind, int layout,
     k->layout = layout;
     memcpy(k->iv, iv, iv_len);
     k->iv_len = iv_len;
-    if (iv_len == GCM_NONCE_LEN) {
+    if (iv_len == AEAD_NONCE_LEN) {
         k->iv_tail = utls_load_be64(iv + 4);
     }
 
-    if (!is_gcm(kind)) {
+    if (!utls_aead_search_is_gcm(kind)) {
         if ((k->aead = keyed_ctx(libctx, "ChaCha20-Poly1305", key, 0)) == NULL) {
             goto err;
         }
@@ -245,7 +224,7 @@ void utls_search_key_free(utls_search_key *k)
 static int ghash(utls_search_key *k, unsigned char *scratch, const unsigned char *aad,
                  size_t aad_len, const unsigned char *c, size_t c_len, unsigned char s[AES_BLOCK])
 {
-    static const unsigned char any_iv[GCM_NONCE_LEN];
+    static const unsigned char any_iv[AEAD_NONCE_LEN];
 
     CRYPTO_gcm128_setiv(k->gcm, any_iv, sizeof(any_iv));
     if (CRYPTO_gcm128_aad(k->gcm, aad, aad_len) != 0
@@ -296,7 +275,7 @@ static void xor_bytes(unsigned char *out, const unsigned char *a, const unsigned
  * the record, which is longer than the ciphertext by more than a block).
  */
 static int gcm_decrypt_winner(utls_search_key *k, unsigned char *out,
-                              const unsigned char nonce[GCM_NONCE_LEN], const unsigned char *c,
+                              const unsigned char nonce[AEAD_NONCE_LEN], const unsigned char *c,
                               size_t c_len)
 {
     size_t blocks = (c_len + AES_BLOCK - 1) / AES_BLOCK, i;
@@ -306,7 +285,7 @@ static int gcm_decrypt_winner(utls_search_key *k, unsigned char *out,
     for (i = 0; i < blocks; i++, ctr++) {
         unsigned char *cb = out + i * AES_BLOCK;
 
-        memcpy(cb, nonce, GCM_NONCE_LEN);
+        memcpy(cb, nonce, AEAD_NONCE_LEN);
         cb[12] = (unsigned char)(ctr >> 24);
         cb[13] = (unsigned char)(ctr >> 16);
         cb[14] = (unsigned char)(ctr >> 8);
@@ -355,7 +334,7 @@ static int search_gcm_tls13(utls_search_key *k, unsigned char *out, long *out_in
     size_t c_len = record_len - UTLS_AEAD_SEARCH_HEADER_LEN - UTLS_AEAD_SEARCH_TAG_LEN;
     const unsigned char *tag = c + c_len;
     unsigned char target[AES_BLOCK], ctrs[SEARCH_BATCH * AES_BLOCK];
-    unsigned char ks[SEARCH_BATCH * AES_BLOCK], nonce[GCM_NONCE_LEN];
+    unsigned char ks[SEARCH_BATCH * AES_BLOCK], nonce[AEAD_NONCE_LEN];
     size_t base, j, found = 0, match = 0, used = 0;
     int l, i, ok = 0;
 
@@ -418,7 +397,7 @@ static int search_gcm_tls12(utls_search_key *k, unsigned char *out, long *out_in
     /* GHASH blocks from A to the end: A, the ciphertext, the length block. */
     size_t m = 1 + (c_len + AES_BLOCK - 1) / AES_BLOCK + 1;
     unsigned char aad[TLS12_AAD_LEN], target[AES_BLOCK], ekj0[AES_BLOCK], prod[AES_BLOCK];
-    unsigned char nonce[GCM_NONCE_LEN], cb[AES_BLOCK];
+    unsigned char nonce[AEAD_NONCE_LEN], cb[AES_BLOCK];
     utls_gf128 hm;
     size_t i, found = 0, match = 0;
     int l, ok = 0;
@@ -427,7 +406,7 @@ static int search_gcm_tls12(utls_search_key *k, unsigned char *out, long *out_in
         return 0;
     }
     nonce_for(k, record, 0, nonce);
-    memcpy(cb, nonce, GCM_NONCE_LEN);
+    memcpy(cb, nonce, AEAD_NONCE_LEN);
     cb[12] = 0;
     cb[13] = 0;
     cb[14] = 0;
@@ -473,7 +452,7 @@ static int search_chacha(utls_search_key *k, unsigned char *out, long *out_index
 {
     const unsigned char *c = record + UTLS_AEAD_SEARCH_HEADER_LEN;
     size_t c_len = record_len - UTLS_AEAD_SEARCH_HEADER_LEN - UTLS_AEAD_SEARCH_TAG_LEN;
-    unsigned char nonce[GCM_NONCE_LEN], aad[TLS12_AAD_LEN];
+    unsigned char nonce[AEAD_NONCE_LEN], aad[TLS12_AAD_LEN];
     const unsigned char *a = record;
     size_t a_len = UTLS_AEAD_SEARCH_HEADER_LEN, i;
     int l, l2;
@@ -524,7 +503,7 @@ int utls_search_run(utls_search_key *k, unsigned char *out, size_t *out_len, siz
         wipe(out, record_len);
         return 1;
     }
-    if (!is_gcm(k->kind)) {
+    if (!utls_aead_search_is_gcm(k->kind)) {
         /* A failed tag is an answer, not an error: drop what EVP pushed. */
         ERR_set_mark();
         ok = search_chacha(k, out, out_index, record, record_len, seqs, num_seqs);

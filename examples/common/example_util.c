@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+
+/* How long drain_until_closed waits for the peer's next bytes or close. */
+#define DRAIN_WAIT_MS 30000
 
 /* How long connect_retry keeps retrying a refused connect. */
 #define CONNECT_RETRY_NS 15000000000ull
@@ -229,4 +233,138 @@ void touch_ready(const char *path, int fd)
     fclose(f);
     if (rename(tmp, path) != 0)
         die("cannot rename %s: %s", tmp, strerror(errno));
+}
+
+int parse_role(const char *arg, void (*usage)(void))
+{
+    if (arg != NULL && strcmp(arg, "send") == 0)
+        return 1;
+    if (arg != NULL && strcmp(arg, "recv") == 0)
+        return 0;
+    usage();
+    abort(); /* usage does not return */
+}
+
+int parse_choice(const char *arg, const char *const *names, size_t num_names, void (*usage)(void))
+{
+    for (size_t k = 0; k < num_names; k++) {
+        if (strcmp(arg, names[k]) == 0)
+            return (int)k;
+    }
+    usage();
+    abort(); /* usage does not return */
+}
+
+static const example_option *find_option(const example_option *opts, size_t num_opts,
+                                         const char *name)
+{
+    for (size_t k = 0; k < num_opts; k++) {
+        if (strcmp(opts[k].name, name) == 0)
+            return &opts[k];
+    }
+    return NULL;
+}
+
+void parse_options(int argc, char **argv, int first, const example_option *opts, size_t num_opts,
+                   void (*usage)(void))
+{
+    for (int i = first; i < argc; i++) {
+        const example_option *o = find_option(opts, num_opts, argv[i]);
+        const char *v;
+        char *end;
+
+        if (o == NULL)
+            usage();
+        if (o->type == EXAMPLE_OPT_FLAG) {
+            *(int *)o->dest = 1;
+            continue;
+        }
+        if (++i >= argc)
+            usage();
+        v = argv[i];
+        errno = 0;
+        switch (o->type) {
+        case EXAMPLE_OPT_STR:
+            *(const char **)o->dest = v;
+            continue;
+        case EXAMPLE_OPT_LONG:
+            *(long *)o->dest = strtol(v, &end, 10);
+            break;
+        case EXAMPLE_OPT_DOUBLE:
+            *(double *)o->dest = strtod(v, &end);
+            break;
+        case EXAMPLE_OPT_FLAG:
+        default:
+            usage();
+        }
+        if (end == v || *end != '\0' || errno != 0)
+            usage();
+    }
+}
+
+void check_require(const char *require, int is_fork, int stock_build)
+{
+    if (stock_build && is_fork)
+        die("this is the stock build, but the uTLS fork %s is loaded", loaded_libssl());
+    if (require == NULL)
+        return;
+    if (strcmp(require, "fork") == 0) {
+        if (!is_fork)
+            die("--require fork: %s is not the uTLS fork", loaded_libssl());
+    } else if (strcmp(require, "stock") == 0) {
+        if (is_fork)
+            die("--require stock: %s is the uTLS fork", loaded_libssl());
+    } else {
+        die("--require %s: expected fork or stock", require);
+    }
+}
+
+FILE *start_log(const char *path, long timeout_s)
+{
+    FILE *f = stdout;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (timeout_s > 0)
+        alarm((unsigned)timeout_s);
+    if (path != NULL && (f = fopen(path, "w")) == NULL)
+        die("cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+void end_log(FILE *logf)
+{
+    if (logf != stdout)
+        fclose(logf);
+}
+
+void drain_until_closed(int fd, void *buf, size_t buf_len)
+{
+    shutdown(fd, SHUT_WR);
+    while (wait_readable(fd, DRAIN_WAIT_MS) && read(fd, buf, buf_len) > 0)
+        continue;
+}
+
+int accept_tcp(int lfd)
+{
+    int fd, one = 1;
+
+    if ((fd = accept(lfd, NULL, NULL)) < 0)
+        die("accept: %s", strerror(errno));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+SSL *new_tls13_server(const char *cn, SSL_CTX **out_ctx)
+{
+    SSL_CTX *ctx;
+    SSL *ssl;
+
+    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
+        die("SSL_CTX_new");
+    make_cert(ctx, cn);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    if ((ssl = SSL_new(ctx)) == NULL)
+        die("SSL_new");
+    *out_ctx = ctx;
+    return ssl;
 }

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include <openssl/ssl.h>
@@ -71,6 +72,15 @@ int listen_socket(int type, const struct sockaddr_storage *ss, socklen_t sl, con
 int connect_retry(int type, const struct sockaddr_storage *ss, socklen_t sl, const char *addr,
                   const char *cc);
 
+/* accept_tcp accepts one connection on the listening TCP socket |lfd| and
+ * returns it with TCP_NODELAY set; the caller owns it. Dies on failure. */
+int accept_tcp(int lfd);
+
+/* new_tls13_server returns a TLS 1.3-only server SSL with a fresh
+ * self-signed certificate for |cn| (make_cert) and no BIO yet; |*out_ctx|
+ * gets its context. The caller frees both. Dies on failure. */
+SSL *new_tls13_server(const char *cn, SSL_CTX **out_ctx);
+
 /* wait_readable returns 1 if |fd| becomes readable within |ms| ms, else 0. */
 int wait_readable(int fd, long ms);
 
@@ -83,5 +93,69 @@ void make_cert(SSL_CTX *ctx, const char *cn);
  * file |path|, atomically (a temporary file renamed): the file appears
  * complete or not at all. Does nothing if |path| is NULL; dies on failure. */
 void touch_ready(const char *path, int fd);
+
+/* example_opt_type: what an option stores through example_option.dest. */
+enum example_opt_type {
+    EXAMPLE_OPT_FLAG,   /* int: set to 1; the option takes no value */
+    EXAMPLE_OPT_STR,    /* const char *: the value (points into argv) */
+    EXAMPLE_OPT_LONG,   /* long: the value, a whole decimal number */
+    EXAMPLE_OPT_DOUBLE, /* double: the value, a decimal number */
+};
+
+/* example_option: one command-line option: its name ("--count"), type and
+ * where its value goes. */
+typedef struct {
+    const char *name;
+    enum example_opt_type type;
+    void *dest;
+} example_option;
+
+/* EXAMPLE_STREAM_OPTIONS(o, mode): the example_option entries both
+ * streaming examples take, for their options struct |o| (fields of these
+ * names and types) and the --mode string |mode|. */
+#define EXAMPLE_STREAM_OPTIONS(o, mode)                                                            \
+    {"--skip-without-tap", EXAMPLE_OPT_FLAG, &(o).skip_without_tap},                               \
+        {"--quiet", EXAMPLE_OPT_FLAG, &(o).quiet}, {"--mode", EXAMPLE_OPT_STR, &(mode)},           \
+        {"--listen", EXAMPLE_OPT_STR, &(o).addr}, {"--connect", EXAMPLE_OPT_STR, &(o).addr},       \
+        {"--count", EXAMPLE_OPT_LONG, &(o).count}, {"--size", EXAMPLE_OPT_LONG, &(o).size},        \
+        {"--interval", EXAMPLE_OPT_DOUBLE, &(o).interval_ms},                                      \
+        {"--out", EXAMPLE_OPT_STR, &(o).out}, {"--ready", EXAMPLE_OPT_STR, &(o).ready},            \
+        {"--require", EXAMPLE_OPT_STR, &(o).require}, {"--cc", EXAMPLE_OPT_STR, &(o).cc},          \
+        {"--timeout", EXAMPLE_OPT_LONG, &(o).timeout_s}
+
+/* parse_role returns 1 for "send", 0 for "recv"; calls |usage| (which must
+ * not return) for anything else, NULL included. */
+int parse_role(const char *arg, void (*usage)(void));
+
+/* parse_choice returns the index of |arg| in |names| (|num_names|
+ * entries); calls |usage|, which must not return, if it is none of them. */
+int parse_choice(const char *arg, const char *const *names, size_t num_names, void (*usage)(void));
+
+/* parse_options stores argv[first..argc-1] through |opts| (|num_opts|
+ * entries). An unknown option, a missing value or a number that is not one
+ * calls |usage|, which must not return. The strings stored point into argv. */
+void parse_options(int argc, char **argv, int first, const example_option *opts, size_t num_opts,
+                   void (*usage)(void));
+
+/* check_require dies unless the loaded libssl matches |require| ("fork":
+ * the uTLS fork, |is_fork| nonzero; "stock": not the fork; NULL: either), or
+ * if |stock_build| is set and the fork is loaded anyway (an example built
+ * against stock OpenSSL must not run on the fork unnoticed). */
+void check_require(const char *require, int is_fork, int stock_build);
+
+/* start_log ignores SIGPIPE, arms alarm(|timeout_s|) when it is positive (a
+ * hung network must not hang a test) and returns the JSON log: stdout when
+ * |path| is NULL, else |path| opened for writing (the caller closes it with
+ * end_log). Dies if it cannot open |path|. */
+FILE *start_log(const char *path, long timeout_s);
+
+/* end_log closes |logf| unless it is stdout. */
+void end_log(FILE *logf);
+
+/* drain_until_closed shuts down the write side of the TCP socket |fd| and
+ * reads and discards into |buf| (|buf_len| bytes) until the peer closes, an
+ * error, or 30 s without data: the sender's last records are then not cut off
+ * by a reset when it closes. */
+void drain_until_closed(int fd, void *buf, size_t buf_len);
 
 #endif /* UTLS_EXAMPLE_UTIL_H */

@@ -7,12 +7,9 @@
 # without it the test is skipped (exit 77).
 set -euo pipefail
 mode=$1 src=$2 out=$3 lib=$4
-if [ "$mode" = utls ] && [ "$(id -u)" != 0 ]; then
-    echo "SKIP: utls mode needs root (the tap opens an AF_PACKET socket)"; exit 77
-fi
-rm -rf "$out" && mkdir -p "$out"
-cmake -S "$src" -B "$out/build" -G Ninja -Dutls_DIR="$lib/cmake/utls" >/dev/null
-cmake --build "$out/build" >/dev/null
+. "$(dirname "${BASH_SOURCE[0]}")/../common/smoke_lib.sh"
+smoke_root_for utls
+smoke_build
 fork_bin=$out/build/utls-stream stock_bin=$out/build/utls-stream-stock
 # ldd's output is captured first: `ldd | grep -q` under pipefail fails at
 # random when grep exits early and ldd gets SIGPIPE.
@@ -29,24 +26,7 @@ case $mode in
     dtls) bin=$stock_bin require=stock ;;
     *) echo "unknown mode $mode"; exit 2 ;;
 esac
-recv_pid=
-trap '[ -n "$recv_pid" ] && kill "$recv_pid" 2>/dev/null; true' EXIT
-"$bin" recv --mode "$mode" --listen 127.0.0.1:0 --count 200 --require "$require" \
-    --ready "$out/ready" --out "$out/recv.jsonl" --timeout 60 --skip-without-tap &
-recv_pid=$!
-for _ in $(seq 200); do [ -s "$out/ready" ] && break; sleep 0.05; done
-[ -s "$out/ready" ] || { echo "the receiver did not start"; exit 1; }
-port=$(cat "$out/ready")
-"$bin" send --mode "$mode" --connect "127.0.0.1:$port" --count 200 --interval 2 \
-    --require "$require" --out "$out/send.jsonl" --timeout 60
-set +e
-wait "$recv_pid"; rc=$?
-set -e
-recv_pid=
-[ "$rc" = 77 ] && { echo "SKIP: no CAP_NET_RAW for the tap"; exit 77; }
-head -1 "$out/recv.jsonl"
-tail -1 "$out/recv.jsonl"
-[ "$rc" = 0 ] || { echo "the receiver failed (exit $rc)"; exit 1; }
+smoke_run "$bin" "--count 200" "--count 200 --interval 2"
 # The library the receiver reported, and every record once and intact.
 /usr/bin/python3 - "$out/recv.jsonl" "$mode" "$lib" <<'PY'
 import json, sys

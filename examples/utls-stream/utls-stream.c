@@ -107,9 +107,12 @@ static struct {
 
 static FILE *logf_;
 
+/* The --mode names, in the order of enum mode. */
+static const char *const mode_names[] = {"tls", "utls", "dtls", "ucobs"};
+
 static const char *mode_name(enum mode m)
 {
-    return m == MODE_TLS ? "tls" : m == MODE_UTLS ? "utls" : m == MODE_UCOBS ? "ucobs" : "dtls";
+    return mode_names[m];
 }
 
 /* --- Which libssl is this? ------------------------------------------------ */
@@ -127,15 +130,10 @@ static void check_library(void)
     if ((opt.mode == MODE_UTLS || opt.mode == MODE_UCOBS) && !fork)
         die("%s mode needs the uTLS fork, but %s is loaded", mode_name(opt.mode), loaded_libssl());
 #ifdef UTLS_STREAM_STOCK
-    if (fork)
-        die("this is the stock build, but the uTLS fork %s is loaded", loaded_libssl());
+    check_require(opt.require, fork, 1);
+#else
+    check_require(opt.require, fork, 0);
 #endif
-    if (opt.require != NULL) {
-        if (strcmp(opt.require, "fork") == 0 && !fork)
-            die("--require fork: %s is not the uTLS fork", loaded_libssl());
-        if (strcmp(opt.require, "stock") == 0 && fork)
-            die("--require stock: %s is the uTLS fork", loaded_libssl());
-    }
 }
 
 static void log_start(const char *role)
@@ -362,7 +360,7 @@ static int recv_tcp(void)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    int lfd, fd, one = 1;
+    int lfd, fd;
     SSL_CTX *ctx;
     SSL *ssl;
     BIO *bio = NULL, *tapbio = NULL;
@@ -394,9 +392,7 @@ static int recv_tcp(void)
 #endif
     touch_ready(opt.ready, lfd);
     note("recv %s: listening on %s", mode_name(opt.mode), opt.addr);
-    if ((fd = accept(lfd, NULL, NULL)) < 0)
-        die("accept: %s", strerror(errno));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    fd = accept_tcp(lfd);
 #ifndef UTLS_STREAM_STOCK
     if (opt.mode == MODE_UCOBS) {
         int rc = recv_ucobs(fd);
@@ -408,12 +404,7 @@ static int recv_tcp(void)
     }
 #endif
 
-    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
-        die("SSL_CTX_new");
-    make_cert(ctx, "utls-stream");
-    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-    if ((ssl = SSL_new(ctx)) == NULL)
-        die("SSL_new");
+    ssl = new_tls13_server("utls-stream", &ctx);
 #ifndef UTLS_STREAM_STOCK
     if (opt.mode == MODE_UTLS) {
         SSL_set_mode(ssl, SSL_MODE_UNORDERED);
@@ -614,11 +605,7 @@ static int send_ucobs(int fd)
     fprintf(logf_, "{\"event\":\"end\",\"sent\":%ld,\"max_late_ms\":%.3f}\n", opt.count,
             (double)late_max / 1e6);
     fflush(logf_);
-    /* Wait for the receiver to close, so that the last datagrams are not cut
-     * off by a reset. */
-    shutdown(fd, SHUT_WR);
-    while (wait_readable(fd, 30000) && read(fd, rec, sizeof(rec)) > 0)
-        continue;
+    drain_until_closed(fd, rec, sizeof(rec));
     close(fd);
     return 0;
 }
@@ -687,14 +674,8 @@ static int do_send(void)
             (double)late_max / 1e6);
     fflush(logf_);
     SSL_shutdown(ssl);
-    if (!dtls) {
-        /* Wait for the receiver to close, so that the last records are not
-         * cut off by a reset. */
-        shutdown(fd, SHUT_WR);
-        wait_readable(fd, 30000);
-        while (wait_readable(fd, 30000) && read(fd, rec, sizeof(rec)) > 0)
-            continue;
-    }
+    if (!dtls)
+        drain_until_closed(fd, rec, sizeof(rec));
     SSL_free(ssl);
     SSL_CTX_free(ctx);
     return 0;
@@ -720,58 +701,19 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    int i, rc, sender;
+    int rc, sender;
+    const char *mode = "tls";
+    const example_option opts[] = {
+        EXAMPLE_STREAM_OPTIONS(opt, mode),
+        {"--idle-ms", EXAMPLE_OPT_LONG, &opt.idle_ms},
+    };
 
     example_name = "utls-stream";
-    if (argc < 2)
-        usage();
-    if (strcmp(argv[1], "send") == 0)
-        sender = 1;
-    else if (strcmp(argv[1], "recv") == 0)
-        sender = 0;
-    else
-        usage();
-    for (i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-        if (strcmp(a, "--skip-without-tap") == 0) {
-            opt.skip_without_tap = 1;
-            continue;
-        }
-        if (strcmp(a, "--quiet") == 0) {
-            opt.quiet = example_quiet = 1;
-            continue;
-        }
-        if (v == NULL)
-            usage();
-        i++;
-        if (strcmp(a, "--mode") == 0)
-            opt.mode = strcmp(v, "tls") == 0 ? MODE_TLS : strcmp(v, "utls") == 0 ? MODE_UTLS
-                     : strcmp(v, "dtls") == 0 ? MODE_DTLS
-                     : strcmp(v, "ucobs") == 0 ? MODE_UCOBS : (usage(), MODE_TLS);
-        else if (strcmp(a, "--listen") == 0 || strcmp(a, "--connect") == 0)
-            opt.addr = v;
-        else if (strcmp(a, "--count") == 0)
-            opt.count = atol(v);
-        else if (strcmp(a, "--size") == 0)
-            opt.size = atol(v);
-        else if (strcmp(a, "--interval") == 0)
-            opt.interval_ms = atof(v);
-        else if (strcmp(a, "--out") == 0)
-            opt.out = v;
-        else if (strcmp(a, "--ready") == 0)
-            opt.ready = v;
-        else if (strcmp(a, "--require") == 0)
-            opt.require = v;
-        else if (strcmp(a, "--idle-ms") == 0)
-            opt.idle_ms = atol(v);
-        else if (strcmp(a, "--cc") == 0)
-            opt.cc = v;
-        else if (strcmp(a, "--timeout") == 0)
-            opt.timeout_s = atol(v);
-        else
-            usage();
-    }
+    sender = parse_role(argc >= 2 ? argv[1] : NULL, usage);
+    parse_options(argc, argv, 2, opts, sizeof(opts) / sizeof(opts[0]), usage);
+    example_quiet = opt.quiet;
+    opt.mode = (enum mode)parse_choice(mode, mode_names, sizeof(mode_names) / sizeof(mode_names[0]),
+                                       usage);
     if (opt.addr == NULL || opt.count <= 0 || opt.size < HDR_LEN || opt.size > MAX_PLAIN
         || opt.interval_ms < 0)
         usage();
@@ -779,12 +721,7 @@ int main(int argc, char **argv)
     if (opt.mode == MODE_UTLS || opt.mode == MODE_UCOBS)
         die("%s mode: this is the stock build (no uTLS); use utls-stream", mode_name(opt.mode));
 #endif
-    signal(SIGPIPE, SIG_IGN);
-    if (opt.timeout_s > 0)
-        alarm((unsigned)opt.timeout_s); /* a hung network must not hang a test */
-    logf_ = stdout;
-    if (opt.out != NULL && (logf_ = fopen(opt.out, "w")) == NULL)
-        die("cannot write %s: %s", opt.out, strerror(errno));
+    logf_ = start_log(opt.out, opt.timeout_s);
     check_library();
     log_start(sender ? "send" : "recv");
     if (sender) {
@@ -794,7 +731,6 @@ int main(int argc, char **argv)
             die("out of memory");
         rc = opt.mode == MODE_DTLS ? recv_dtls() : recv_tcp();
     }
-    if (logf_ != stdout)
-        fclose(logf_);
+    end_log(logf_);
     return rc;
 }

@@ -8,33 +8,15 @@
 # tap): without it the test is skipped (exit 77).
 set -euo pipefail
 mode=$1 src=$2 out=$3 lib=$4
-if [ "$mode" = utls_streams ] && [ "$(id -u)" != 0 ]; then
-    echo "SKIP: utls_streams mode needs root (the tap opens an AF_PACKET socket)"; exit 77
-fi
-rm -rf "$out" && mkdir -p "$out"
-cmake -S "$src" -B "$out/build" -G Ninja -Dutls_DIR="$lib/cmake/utls" >/dev/null
-cmake --build "$out/build" >/dev/null
+. "$(dirname "${BASH_SOURCE[0]}")/../common/smoke_lib.sh"
+smoke_root_for utls_streams
+smoke_build
 case $mode in
     tls) bin=$out/build/utls-substreams-stock require=stock ;;
     utls_streams) bin=$out/build/utls-substreams require=fork ;;
     *) echo "unknown mode $mode"; exit 2 ;;
 esac
-recv_pid=
-trap '[ -n "$recv_pid" ] && kill "$recv_pid" 2>/dev/null; true' EXIT
-"$bin" recv --mode "$mode" --listen 127.0.0.1:0 --count 400 --streams 4 --require "$require" \
-    --ready "$out/ready" --out "$out/recv.jsonl" --timeout 60 --skip-without-tap --quiet &
-recv_pid=$!
-for _ in $(seq 200); do [ -s "$out/ready" ] && break; sleep 0.05; done
-[ -s "$out/ready" ] || { echo "the receiver did not start"; exit 1; }
-"$bin" send --mode "$mode" --connect "127.0.0.1:$(cat "$out/ready")" --count 400 --streams 4 \
-    --interval 4 --require "$require" --out "$out/send.jsonl" --timeout 60 --quiet
-set +e
-wait "$recv_pid"; rc=$?
-set -e
-recv_pid=
-[ "$rc" = 77 ] && { echo "SKIP: no CAP_NET_RAW for the tap"; exit 77; }
-tail -1 "$out/recv.jsonl"
-[ "$rc" = 0 ] || { echo "the receiver failed (exit $rc)"; exit 1; }
+smoke_run "$bin" "--count 400 --streams 4 --quiet" "--count 400 --streams 4 --interval 4 --quiet"
 /usr/bin/python3 - "$out/recv.jsonl" "$mode" "$lib" <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]

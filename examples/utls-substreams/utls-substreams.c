@@ -80,9 +80,12 @@ static struct {
 
 static FILE *logf_;
 
+/* The --mode names, in the order of enum mode. */
+static const char *const mode_names[] = {"tls", "utls_streams"};
+
 static const char *mode_name(void)
 {
-    return opt.mode == MODE_TLS ? "tls" : "utls_streams";
+    return mode_names[opt.mode];
 }
 
 /* Whether the libssl mapped into this process is the fork (it exports the
@@ -233,7 +236,7 @@ static int do_recv(void)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
-    int lfd, fd, one = 1;
+    int lfd, fd;
     SSL_CTX *ctx;
     SSL *ssl;
     BIO *bio = NULL, *tap = NULL;
@@ -258,15 +261,8 @@ static int do_recv(void)
     }
 #endif
     touch_ready(opt.ready, lfd);
-    if ((fd = accept(lfd, NULL, NULL)) < 0)
-        die("accept: %s", strerror(errno));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
-        die("SSL_CTX_new");
-    make_cert(ctx, "utls-substreams");
-    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-    if ((ssl = SSL_new(ctx)) == NULL)
-        die("SSL_new");
+    fd = accept_tcp(lfd);
+    ssl = new_tls13_server("utls-substreams", &ctx);
 #ifndef UTLS_SUBSTREAMS_STOCK
     if (opt.mode == MODE_UTLS_STREAMS) {
         SSL_set_mode(ssl, SSL_MODE_UNORDERED);
@@ -400,10 +396,7 @@ static int do_send(void)
     fprintf(logf_, "{\"event\":\"end\",\"sent\":%ld}\n", opt.count);
     fflush(logf_);
     SSL_shutdown(ssl);
-    /* Wait for the receiver to close, so the last messages are not cut off. */
-    shutdown(fd, SHUT_WR);
-    while (wait_readable(fd, 30000) && read(fd, m, sizeof(m)) > 0)
-        continue;
+    drain_until_closed(fd, m, sizeof(m));
     SSL_free(ssl);
     SSL_CTX_free(ctx);
     return 0;
@@ -428,78 +421,29 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     int sender, rc;
+    const char *mode = "tls";
+    const example_option opts[] = {
+        EXAMPLE_STREAM_OPTIONS(opt, mode),
+        {"--streams", EXAMPLE_OPT_LONG, &opt.streams},
+    };
 
     example_name = "utls-substreams";
-    if (argc < 2)
-        usage();
-    if (strcmp(argv[1], "send") == 0)
-        sender = 1;
-    else if (strcmp(argv[1], "recv") == 0)
-        sender = 0;
-    else
-        usage();
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-        if (strcmp(a, "--skip-without-tap") == 0) {
-            opt.skip_without_tap = 1;
-            continue;
-        }
-        if (strcmp(a, "--quiet") == 0) {
-            opt.quiet = example_quiet = 1;
-            continue;
-        }
-        if (v == NULL)
-            usage();
-        i++;
-        if (strcmp(a, "--mode") == 0) {
-            if (strcmp(v, "tls") == 0)
-                opt.mode = MODE_TLS;
-            else if (strcmp(v, "utls_streams") == 0)
-                opt.mode = MODE_UTLS_STREAMS;
-            else
-                usage();
-        } else if (strcmp(a, "--listen") == 0 || strcmp(a, "--connect") == 0) {
-            opt.addr = v;
-        } else if (strcmp(a, "--count") == 0) {
-            opt.count = atol(v);
-        } else if (strcmp(a, "--streams") == 0) {
-            opt.streams = atol(v);
-        } else if (strcmp(a, "--size") == 0) {
-            opt.size = atol(v);
-        } else if (strcmp(a, "--interval") == 0) {
-            opt.interval_ms = atof(v);
-        } else if (strcmp(a, "--out") == 0) {
-            opt.out = v;
-        } else if (strcmp(a, "--ready") == 0) {
-            opt.ready = v;
-        } else if (strcmp(a, "--require") == 0) {
-            opt.require = v;
-        } else if (strcmp(a, "--timeout") == 0) {
-            opt.timeout_s = atol(v);
-        } else if (strcmp(a, "--cc") == 0) {
-            opt.cc = v;
-        } else {
-            usage();
-        }
-    }
+    sender = parse_role(argc >= 2 ? argv[1] : NULL, usage);
+    parse_options(argc, argv, 2, opts, sizeof(opts) / sizeof(opts[0]), usage);
+    example_quiet = opt.quiet;
+    opt.mode = (enum mode)parse_choice(mode, mode_names, sizeof(mode_names) / sizeof(mode_names[0]),
+                                       usage);
     if (opt.addr == NULL || opt.count <= 0 || opt.streams <= 0 || opt.streams > MAX_STREAMS
         || opt.size < MSG_HDR || opt.size > MAX_MSG || opt.interval_ms < 0)
         usage();
 #ifdef UTLS_SUBSTREAMS_STOCK
     if (opt.mode == MODE_UTLS_STREAMS)
         die("utls_streams mode: this is the stock build; use utls-substreams");
-    if (loaded_is_fork())
-        die("this is the stock build, but the uTLS fork %s is loaded", loaded_libssl());
+    check_require(opt.require, loaded_is_fork(), 1);
+#else
+    check_require(opt.require, loaded_is_fork(), 0);
 #endif
-    if (opt.require != NULL && (strcmp(opt.require, "fork") == 0) != loaded_is_fork())
-        die("--require %s: %s is loaded", opt.require, loaded_libssl());
-    signal(SIGPIPE, SIG_IGN);
-    if (opt.timeout_s > 0)
-        alarm((unsigned)opt.timeout_s); /* a hung network must not hang a test */
-    logf_ = stdout;
-    if (opt.out != NULL && (logf_ = fopen(opt.out, "w")) == NULL)
-        die("cannot write %s: %s", opt.out, strerror(errno));
+    logf_ = start_log(opt.out, opt.timeout_s);
     {
         /* real_minus_mono_ns maps capture timestamps onto this log's clock. */
         fprintf(logf_,
@@ -512,7 +456,6 @@ int main(int argc, char **argv)
     }
     fflush(logf_);
     rc = sender ? do_send() : do_recv();
-    if (logf_ != stdout)
-        fclose(logf_);
+    end_log(logf_);
     return rc;
 }

@@ -30,163 +30,25 @@ peers, and fork <-> fork. Subcommands:
 import argparse
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
-import ctypes
+
+for _shared in ("interop", "wireshark"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, _shared))
+from interop_procs import (Failure, Proc, child_setup, check_maps, free_port, listening_ports, log,  # noqa: E402
+                           run_driver, set_log_name, wait_until)
+from tcpdump_capture import TcpdumpCapture  # noqa: E402
+
+set_log_name("ern-interop")
 
 CATEGORIES = ("maps", "version", "data", "ern", "ja3", "records", "wirecheck", "process", "timeout", "setup")
 
 
-class Failure(Exception):
-    def __init__(self, category, message):
-        super().__init__("[%s] %s" % (category, message))
-        self.category = category
-
-
-def log(msg):
-    sys.stdout.write("ern-interop: %s\n" % msg)
-    sys.stdout.flush()
-
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _child_setup():
-    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-class Proc:
-    all = []
-
-    def __init__(self, cfg, name, argv, env, stdin=True):
-        self.name, self.argv = name, argv
-        self.out_path = os.path.join(cfg.work, name + ".stdout")
-        self.err_path = os.path.join(cfg.work, name + ".stderr")
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.p = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                      stdout=out, stderr=err, env=env, start_new_session=True,
-                                      preexec_fn=_child_setup)
-        Proc.all.append(self)
-        self.pid = self.p.pid
-        log("started %s (pid %d): %s" % (name, self.pid, " ".join(argv)))
-
-    def alive(self):
-        return self.p.poll() is None
-
-    def out(self):
-        with open(self.out_path, "rb") as f:
-            return f.read()
-
-    def err(self):
-        with open(self.err_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def write(self, data):
-        self.p.stdin.write(data)
-        self.p.stdin.flush()
-
-    def close_stdin(self):
-        try:
-            if self.p.stdin:
-                self.p.stdin.close()
-        except OSError:
-            pass
-
-    def wait(self, timeout, what="exit"):
-        try:
-            return self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise Failure("timeout", "%s did not %s within %.0f s\n%s" % (self.name, what, timeout, self.tails()))
-
-    def tails(self):
-        return "--- %s stdout ---\n%s\n--- %s stderr ---\n%s" % (
-            self.name, self.out()[-800:].decode("utf-8", "replace"), self.name, self.err()[-1500:])
-
-    def kill(self):
-        if self.p.poll() is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                self.p.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-        self.close_stdin()
-
-
-def wait_until(pred, timeout, what, procs=()):
-    end = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        for pr in procs:
-            if not pr.alive():
-                v = pred()
-                if v:
-                    return v
-                raise Failure("process", "%s exited (rc %s) while waiting for %s\n%s"
-                              % (pr.name, pr.p.returncode, what, pr.tails()))
-        if time.monotonic() > end:
-            raise Failure("timeout", "timed out after %.0f s waiting for %s\n%s"
-                          % (timeout, what, "\n".join(pr.tails() for pr in procs)))
-        time.sleep(0.02)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def listening_ports(pid):
-    inodes = set()
-    try:
-        for fd in os.listdir("/proc/%d/fd" % pid):
-            try:
-                m = re.match(r"socket:\[(\d+)\]", os.readlink("/proc/%d/fd/%s" % (pid, fd)))
-            except OSError:
-                continue
-            if m:
-                inodes.add(m.group(1))
-    except OSError:
-        return set()
-    ports = set()
-    for tbl in ("/proc/%d/net/tcp" % pid, "/proc/%d/net/tcp6" % pid):
-        try:
-            with open(tbl) as f:
-                next(f)
-                for line in f:
-                    c = line.split()
-                    if c[3] == "0A" and c[9] in inodes:
-                        ports.add(int(c[1].rsplit(":", 1)[1], 16))
-        except OSError:
-            pass
-    return ports
-
-
-def check_maps(cfg, pr, lib):
-    if not pr.alive():
-        raise Failure("process", "%s exited before its maps could be read\n%s" % (pr.name, pr.tails()))
-    paths = set()
-    with open("/proc/%d/maps" % pr.pid) as f:
-        for line in f:
-            parts = line.rstrip("\n").split(None, 5)
-            if len(parts) == 6 and os.path.basename(parts[5]).startswith("libssl.so"):
-                paths.add(os.path.realpath(parts[5]))
-    if not pr.alive():
-        raise Failure("process", "%s exited while its maps were read" % pr.name)
-    want, other = (cfg.fork, cfg.system) if lib == "fork" else (cfg.system, cfg.fork)
-    if paths != {want} or other in paths:
-        raise Failure("maps", "%s (pid %d, expected %s): libssl mapped = %s; want exactly %s, never %s"
-                      % (pr.name, pr.pid, lib, sorted(paths), want, other))
-    log("maps OK: %s (pid %d) maps %s" % (pr.name, pr.pid, want))
+def check_lib(cfg, pr, lib):
+    """From /proc/PID/maps, while pr is alive: it maps the fork (lib "fork")
+    or the system libssl, never the other."""
+    check_maps(pr, lib, cfg.fork, cfg.system)
 
 
 def env_for(cfg, lib):
@@ -259,7 +121,7 @@ def start_server(cfg, kind, lib):
                             "--cert", cfg.cert, "--key", cfg.key],
                 "ern_peer": [cfg.ern_peer, "server", "--tls", cfg.tls, "--cert", cfg.cert, "--key", cfg.key]
                 + (["--cipher", cfg.cipher] if cfg.cipher else []) + (["--etm", "0"] if cfg.mte else [])}[kind]
-        pr = Proc(cfg, "server_" + kind, argv, env_for(cfg, lib), stdin=False)
+        pr = Proc("server_" + kind, argv, env_for(cfg, lib), cfg.work, stdin=False)
         port = int(wait_until(lambda: grep(pr.out().decode(errors="replace"), r"^LISTENING (\d+)"), 20,
                               "%s server to listen" % kind, [pr]))
         wait_until(lambda: port in listening_ports(pr.pid), 10, "%s LISTEN socket" % kind, [pr])
@@ -272,7 +134,7 @@ def start_server(cfg, kind, lib):
         else:  # gnutls
             argv = [cfg.gnutls_serv, "--echo", "-p", str(port), "--x509certfile", cfg.cert,
                     "--x509keyfile", cfg.key, "--priority", GNUTLS_PRIO[cfg.tls]]
-        pr = Proc(cfg, "server_" + kind, argv, env_for(cfg, lib))
+        pr = Proc("server_" + kind, argv, env_for(cfg, lib), cfg.work)
         try:
             wait_until(lambda: port in listening_ports(pr.pid), 20, "%s to listen on %d" % (kind, port), [pr])
             return pr, port, "echo" if kind == "gnutls" else "rev"
@@ -296,7 +158,7 @@ def run_client(cfg, kind, lib, port, ans_kind):
                 "ern_peer": [cfg.ern_peer, "client", "--tls", cfg.tls, "--ca", cfg.cert,
                              "--port", str(port), "--msgs", cfg.msgs_file]
                 + (["--cipher", cfg.cipher] if cfg.cipher else []) + (["--etm", "0"] if cfg.mte else [])}[kind]
-        pr = Proc(cfg, "client_" + kind, argv, env_for(cfg, lib), stdin=False)
+        pr = Proc("client_" + kind, argv, env_for(cfg, lib), cfg.work, stdin=False)
         rc = pr.wait(30)
         if rc != 0:
             raise Failure("process", "%s client exited %d\n%s" % (kind, rc, pr.tails()))
@@ -306,7 +168,7 @@ def run_client(cfg, kind, lib, port, ans_kind):
         argv = [cfg.openssl, "s_client", "-brief", "-nocommands", "-no_ign_eof",
                 "-connect", "127.0.0.1:%d" % port, "-servername", "localhost", "-CAfile", cfg.cert,
                 "-verify_return_error", "-verify_hostname", "localhost", TLS_FLAG[cfg.tls]] + cfg.extra_client
-        pr = Proc(cfg, "client_s_client", argv, env_for(cfg, lib))
+        pr = Proc("client_s_client", argv, env_for(cfg, lib), cfg.work)
         wait_until(lambda: "CONNECTION ESTABLISHED" in pr.err() and grep(pr.err(), r"^Protocol version: (\S+)"),
                    20, "s_client handshake", [pr])
         check_version(cfg, "s_client (%s)" % lib, grep(pr.err(), r"^Protocol version: (\S+)"))
@@ -315,7 +177,7 @@ def run_client(cfg, kind, lib, port, ans_kind):
         logf = os.path.join(cfg.work, "gnutls-cli.log")
         argv = [cfg.gnutls_cli, "-p", str(port), "--x509cafile", cfg.cert, "--verify-hostname", "localhost",
                 "--priority", GNUTLS_PRIO[cfg.tls], "--logfile", logf, "127.0.0.1"]
-        pr = Proc(cfg, "client_gnutls", argv, env_for(cfg, lib))
+        pr = Proc("client_gnutls", argv, env_for(cfg, lib), cfg.work)
 
         def logtext():
             try:
@@ -336,7 +198,7 @@ def run_client(cfg, kind, lib, port, ans_kind):
         if not want.startswith(received()[:len(want)]) and received()[:len(want)] != want:
             break  # the final comparison reports it
     if kind == "s_client":
-        check_maps(cfg, pr, lib)  # still alive here: stdin is open
+        check_lib(cfg, pr, lib)  # still alive here: stdin is open
     pr.close_stdin()
     rc = pr.wait(20)
     if rc != 0:
@@ -368,12 +230,12 @@ def cmd_matrix(cfg):
     peer_lib = "fork" if cfg.peer == "fork" else "stock"
     if cfg.fork_role == "server":
         server, port, ans = start_server(cfg, "s_server", "fork")
-        check_maps(cfg, server, "fork")
+        check_lib(cfg, server, "fork")
         client, got, want = run_client(cfg, PEER_CLIENT[cfg.peer], peer_lib, port, ans)
     else:
         server, port, ans = start_server(cfg, PEER_SERVER[cfg.peer], peer_lib)
         if cfg.peer in ("openssl", "fork"):
-            check_maps(cfg, server, peer_lib)
+            check_lib(cfg, server, peer_lib)
         client, got, want = run_client(cfg, "s_client", "fork", port, ans)
     check_data("%s client" % ("fork" if cfg.fork_role == "client" else cfg.peer), got, want)
     if cfg.fork_role == "server" or cfg.peer in ("openssl", "fork"):
@@ -407,7 +269,7 @@ def cmd_forkfork(cfg):
     make_cert(cfg)
     make_msgs(cfg)
     server, port, ans = start_server(cfg, "ern_peer", "linked")
-    check_maps(cfg, server, "fork")  # linked (not preloaded) to the fork
+    check_lib(cfg, server, "fork")  # linked (not preloaded) to the fork
     client, got, want = run_client(cfg, "ern_peer", "linked", port, ans)
     check_data("ern_peer client", got, want)
     rc = server.wait(20)
@@ -440,24 +302,11 @@ def cmd_forkfork(cfg):
 # --------------------------------------------------------------------------
 # captures
 
-class Capture:
+class Capture(TcpdumpCapture):
     def __init__(self, cfg, path, port):
-        self.path = path
-        self.errpath = path + ".log"
-        self.err = open(self.errpath, "w+")
-        self.proc = subprocess.Popen([cfg.tcpdump, "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
-                                      "tcp port %d" % port], stdout=subprocess.DEVNULL, stderr=self.err,
-                                     start_new_session=True, preexec_fn=_child_setup)
-        end = time.monotonic() + 10
-        while time.monotonic() < end:
-            self.err.seek(0)
-            if "listening on" in self.err.read():
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise Failure("setup", "tcpdump did not start: %s" % open(self.errpath).read())
+        super().__init__([cfg.tcpdump, "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
+                          "tcp port %d" % port], path, path + ".log", lambda m: Failure("setup", m),
+                         start_new_session=True, preexec_fn=child_setup)
 
     def fins(self, cfg):
         r = subprocess.run([cfg.tshark, "-r", self.path, "-Y", "tcp.flags.fin==1", "-T", "fields",
@@ -470,15 +319,7 @@ class Capture:
             end = time.monotonic() + 8
             while self.fins(cfg) < 2 and time.monotonic() < end:
                 time.sleep(0.1)
-        if self.proc.poll() is None:
-            time.sleep(0.3)
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.err.close()
+        super().stop()
 
 
 def capture_session(cfg, lib):
@@ -488,9 +329,9 @@ def capture_session(cfg, lib):
     try:
         argv = [cfg.openssl, "s_server", "-rev", "-naccept", "1", "-accept", "127.0.0.1:%d" % port,
                 "-cert", cfg.cert, "-key", cfg.key, TLS_FLAG[cfg.tls]]
-        server = Proc(cfg, "server_%s" % lib, argv, env_for(cfg, lib))
+        server = Proc("server_%s" % lib, argv, env_for(cfg, lib), cfg.work)
         wait_until(lambda: port in listening_ports(server.pid), 20, "s_server to listen", [server])
-        check_maps(cfg, server, lib)
+        check_lib(cfg, server, lib)
         extra = cfg.extra_client if lib == "fork" else []
         cfg_extra, cfg.extra_client = cfg.extra_client, extra
         try:
@@ -661,23 +502,8 @@ def main():
     cfg.tlslite_peer = os.path.join(cfg.here, "tlslite_peer.py")
     cfg.tlslite_python = os.path.join(a.venv, "bin", "python") if a.venv else None
 
-    def on_alarm(signum, frame):
-        raise Failure("timeout", "whole run exceeded its %g s deadline" % a.deadline)
-
-    def on_term(signum, frame):
-        for pr in Proc.all:
-            pr.kill()
-        sys.exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    if a.cmd != "tlslite-setup":
-        signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, a.deadline)
-    t0 = time.monotonic()
-    cfg.work = tempfile.mkdtemp(prefix="utls-ern-interop-")
-    failure = None
-    try:
+    def body(work):
+        cfg.work = work
         if a.cmd == "matrix" and a.peer == "tlslite" and not os.path.exists(cfg.tlslite_python or ""):
             raise Failure("setup", "tlslite-ng venv missing (%s): the ern-interop.tlslite.setup test installs "
                           "it with pip from PyPI; it failed or did not run" % a.venv)
@@ -687,31 +513,9 @@ def main():
             log("scenario: fork (%s, UTLS_MODE=%s) as %s <-> %s, TLS %s"
                 % (cfg.fork, cfg.fork_mode, a.fork_role, a.peer, a.tls))
         {"matrix": cmd_matrix, "forkfork": cmd_forkfork, "ja3": cmd_ja3, "tlslite-setup": cmd_tlslite_setup}[a.cmd](cfg)
-    except Failure as f:
-        failure = f
-    except Exception as e:
-        failure = Failure("process", "%s: %s" % (type(e).__name__, e))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        for pr in Proc.all:
-            pr.kill()
-        if os.environ.get("ERN_INTEROP_KEEP"):
-            log("kept %s" % cfg.work)
-        else:
-            shutil.rmtree(cfg.work, ignore_errors=True)
-    dt = time.monotonic() - t0
-    if a.expect_fail:
-        if failure is not None and failure.category == a.expect_fail:
-            log("EXPECTED FAILURE observed (%.2f s): %s" % (dt, failure))
-            log("PASS (negative self-test: the %s check fails when broken)" % a.expect_fail)
-            return 0
-        log("negative self-test did NOT fail in category %r; got: %s" % (a.expect_fail, failure or "success"))
-        return 1
-    if failure is not None:
-        log("FAIL (%.2f s): %s" % (dt, failure))
-        return 1
-    log("PASS (%.2f s)" % dt)
-    return 0
+
+    return run_driver(body, "utls-ern-interop-", a.deadline if a.cmd != "tlslite-setup" else None,
+                      a.expect_fail, keep_var="ERN_INTEROP_KEEP")
 
 
 if __name__ == "__main__":

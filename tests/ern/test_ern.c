@@ -267,71 +267,15 @@ static void run_probes_case(enum sizes kind, size_t num)
     free_pair(&p);
 }
 
-static void test_ern_probes_cbr(void **state)
-{
-    (void)state;
-    g_tls12 = NULL;
-    run_probes_case(SIZES_CBR, 2000);
-}
+/* PROBES_MESSAGES, PROBES_MIXED_MESSAGES: messages streamed per probes case
+ * (mixed sizes reach 16000-byte messages, so fewer of them). */
+#define PROBES_MESSAGES 2000
+#define PROBES_MIXED_MESSAGES 400
 
-static void test_ern_probes_vbr(void **state)
+static void probes(int kind)
 {
-    (void)state;
-    g_tls12 = NULL;
-    run_probes_case(SIZES_VBR, 2000);
-}
-
-static void test_ern_probes_mixed(void **state)
-{
-    (void)state;
-    g_tls12 = NULL;
-    run_probes_case(SIZES_MIXED, 400);
-}
-
-static void test_ern12_probes_cbr(void **state)
-{
-    (void)state;
-    g_tls12 = GCM128;
-    run_probes_case(SIZES_CBR, 2000);
-}
-
-static void test_ern12_probes_vbr(void **state)
-{
-    (void)state;
-    g_tls12 = GCM256;
-    run_probes_case(SIZES_VBR, 2000);
-}
-
-static void test_ern12_probes_mixed(void **state)
-{
-    (void)state;
-    g_tls12 = GCM128;
-    run_probes_case(SIZES_MIXED, 400);
-}
-
-static void test_ern12_cbc_probes_cbr(void **state)
-{
-    (void)state;
-    g_tls12 = CBC12; /* encrypt-then-MAC */
-    run_probes_case(SIZES_CBR, 2000);
-}
-
-static void test_ern12_cbc_probes_vbr(void **state)
-{
-    (void)state;
-    g_tls12 = CBC12_SHA1;
-    g_mte = 1; /* MAC-then-encrypt (OpenSSL's stitched AES-CBC-HMAC-SHA1) */
-    run_probes_case(SIZES_VBR, 2000);
-    g_mte = 0;
-}
-
-static void test_ern12_cbc_probes_mixed(void **state)
-{
-    (void)state;
-    g_tls12 = CBC12;
-    g_mte = 1;
-    run_probes_case(SIZES_MIXED, 400);
-    g_mte = 0;
+    run_probes_case((enum sizes)kind,
+                    kind == SIZES_MIXED ? PROBES_MIXED_MESSAGES : PROBES_MESSAGES);
 }
 
 /* No ticket, no offer: nothing is numbered and everything works. */
@@ -353,8 +297,9 @@ static void test_ern_lost_offer(void **state)
 
 /* The client sees the offer but never writes: no accept reaches the server
  * until UTLS_ern_flush() sends it in an empty record. */
-static void lost_accept_then_flush(void)
+static void lost_accept_then_flush(int arg)
 {
+    (void)arg;
     pair p;
     uint8_t buf[100];
 
@@ -375,27 +320,12 @@ static void lost_accept_then_flush(void)
     free_pair(&p);
 }
 
-static void test_ern_lost_accept_then_flush(void **state)
-{
-    (void)state;
-    g_tls12 = NULL;
-    lost_accept_then_flush();
-}
-
-static void test_ern12_lost_accept_then_flush(void **state)
-{
-    (void)state;
-    g_tls12 = GCM128;
-    lost_accept_then_flush();
-    g_tls12 = CBC12;
-    lost_accept_then_flush();
-}
-
 /* The client's switch record (its first numbered one) is lost: the numbered
  * records after it arrive first, are recognised by the number test and
  * delivered; the switch takes effect when it arrives in order. */
-static void switch_record_lost(void)
+static void switch_record_lost(int arg)
 {
+    (void)arg;
     pair p;
     lossy_params lp;
     uint8_t m[1200];
@@ -432,24 +362,6 @@ static void switch_record_lost(void)
     free_pair(&p);
 }
 
-static void test_ern_switch_record_lost(void **state)
-{
-    (void)state;
-    g_tls12 = NULL;
-    switch_record_lost();
-}
-
-static void test_ern12_switch_record_lost(void **state)
-{
-    (void)state;
-    g_tls12 = GCM256;
-    switch_record_lost();
-    g_tls12 = CBC12;
-    switch_record_lost();
-    g_mte = 1;
-    switch_record_lost();
-}
-
 /* A legacy client (no negotiation) padding its records at random: the
  * negotiating server never mistakes anything for numbers. */
 static size_t random_padding(SSL *s, int type, size_t len, void *arg)
@@ -480,8 +392,9 @@ static void test_ern_legacy_random_padding(void **state)
 
 /* Once numbered, a record without its number (a sender that lied, here one
  * that switched numbering off) is a fatal decode_error in order. */
-static void wrong_number_is_fatal(void)
+static void wrong_number_is_fatal(int arg)
 {
+    (void)arg;
     pair p;
     uint8_t m[300], buf[1000];
     size_t n;
@@ -502,24 +415,6 @@ static void wrong_number_is_fatal(void)
     assert_int_equal(ERR_GET_REASON(ERR_peek_last_error()), SSL_R_BAD_RECORD_TYPE);
     ERR_clear_error();
     free_pair(&p);
-}
-
-static void test_ern_wrong_number_is_fatal(void **state)
-{
-    (void)state;
-    g_tls12 = NULL;
-    wrong_number_is_fatal();
-}
-
-static void test_ern12_wrong_number_is_fatal(void **state)
-{
-    (void)state;
-    g_tls12 = GCM128;
-    wrong_number_is_fatal();
-    g_tls12 = CBC12;
-    wrong_number_is_fatal();
-    g_mte = 1;
-    wrong_number_is_fatal();
 }
 
 /* --- TLS 1.2 only -------------------------------------------------------- */
@@ -598,16 +493,32 @@ static uint64_t be64(const unsigned char b[8])
     return v;
 }
 
+/* expect_numbered_both_ways: both ends agreed on numbers in both directions
+ * (status 0xF) and each sent and received |num| numbered records. */
+static void expect_numbered_both_ways(pair *p, uint64_t num)
+{
+    UTLS_STATS sc, ss;
+
+    assert_int_equal(UTLS_ern_status(p->c), 0xF);
+    assert_int_equal(UTLS_ern_status(p->s), 0xF);
+    assert_true(UTLS_get_stats(p->c, &sc) && UTLS_get_stats(p->s, &ss));
+    assert_int_equal(sc.ern_records_sent, num);
+    assert_int_equal(ss.ern_records_received, num);
+    assert_int_equal(ss.ern_records_sent, num);
+    assert_int_equal(sc.ern_records_received, num);
+}
+
 /* Both directions numbered after the negotiation, for AES-128-GCM and
  * AES-256-GCM; the offer is exactly the documented value. */
-static void negotiates(const char *cipher)
+static void negotiates(int arg)
 {
+    const char *cipher = g_tls12;
+
+    (void)arg;
     pair p;
-    UTLS_STATS sc, ss;
     uint64_t nonces[64];
     unsigned char offer[16];
 
-    g_tls12 = cipher;
     make_pair(&p, 1, 1, 2);
     handshake(&p);
     assert_int_equal(strcmp(SSL_get_cipher_name(p.c), cipher), 0);
@@ -624,55 +535,22 @@ static void negotiates(const char *cipher)
         assert_true(memmem(p.s2c, p.s2c_len, offer, 16) == NULL);
     }
     exchange(&p, 5);
-    assert_int_equal(UTLS_ern_status(p.c), 0xF);
-    assert_int_equal(UTLS_ern_status(p.s), 0xF);
-    assert_true(UTLS_get_stats(p.c, &sc) && UTLS_get_stats(p.s, &ss));
     /* the client numbers all 5 lines; the server its 5 answers */
-    assert_int_equal(sc.ern_records_sent, 5);
-    assert_int_equal(ss.ern_records_received, 5);
-    assert_int_equal(ss.ern_records_sent, 5);
-    assert_int_equal(sc.ern_records_received, 5);
+    expect_numbered_both_ways(&p, 5);
     free_pair(&p);
-}
-
-static void test_ern12_negotiates_aes128gcm(void **state)
-{
-    (void)state;
-    negotiates(GCM128);
-}
-
-static void test_ern12_negotiates_aes256gcm(void **state)
-{
-    (void)state;
-    negotiates(GCM256);
-}
-
-static void test_ern12_negotiates_cbc_etm(void **state)
-{
-    (void)state;
-    g_mte = 0;
-    negotiates(CBC12);
-    negotiates(CBC12_SHA1);
-}
-
-static void test_ern12_negotiates_cbc_mte(void **state)
-{
-    (void)state;
-    g_mte = 1;
-    negotiates(CBC12);
-    negotiates(CBC12_SHA1);
-    g_mte = 0;
 }
 
 /* Suites that cannot carry the offer stay legacy and work, both ends
  * negotiating: ChaCha20-Poly1305 (no explicit nonce), CCM (its explicit
  * nonce is the sequence number), CBC with a block cipher other than AES. */
-static void stays_legacy(const char *cipher)
+static void stays_legacy(int arg)
 {
+    const char *cipher = g_tls12;
+
+    (void)arg;
     pair p;
     UTLS_STATS st;
 
-    g_tls12 = cipher;
     make_pair(&p, 1, 1, 2);
     handshake(&p);
     assert_int_equal(strcmp(SSL_get_cipher_name(p.c), cipher), 0);
@@ -688,24 +566,6 @@ static void stays_legacy(const char *cipher)
     assert_int_equal(st.ern_records_received, 0);
     assert_int_equal(UTLS_ern_status(p.s), 0);
     free_pair(&p);
-}
-
-static void test_ern12_chacha20_stays_legacy(void **state)
-{
-    (void)state;
-    stays_legacy(CHACHA12);
-}
-
-static void test_ern12_ccm_stays_legacy(void **state)
-{
-    (void)state;
-    stays_legacy(CCM12);
-}
-
-static void test_ern12_camellia_cbc_stays_legacy(void **state)
-{
-    (void)state;
-    stays_legacy(CAMELLIA12);
 }
 
 /* A legacy peer on either side: nothing numbered, everything delivered, in
@@ -751,15 +611,14 @@ static void test_ern12_legacy_peers(void **state)
  * of the AEAD nonce, the CBC IV block chains into the next block (and EtM's
  * MAC covers it), so a flipped bit fails the record and the handshake, never
  * a silent downgrade. */
-static void altered_offer_fails_handshake(const char *cipher, int mte)
+static void altered_offer_fails_handshake(int arg)
 {
     pair p;
     unsigned char buf[16384];
     size_t k, off, fin = 0;
     int n, ccs = 0;
 
-    g_tls12 = cipher;
-    g_mte = mte;
+    (void)arg;
     make_pair(&p, 1, 1, 2);
     /* ClientHello, then the server's flight up to its Finished */
     for (int i = 0; i < 10 && !SSL_is_init_finished(p.s); i++) {
@@ -793,24 +652,15 @@ static void altered_offer_fails_handshake(const char *cipher, int mte)
     free_pair(&p);
 }
 
-static void test_ern12_altered_offer_fails_handshake(void **state)
-{
-    (void)state;
-    altered_offer_fails_handshake(GCM128, 0);
-    altered_offer_fails_handshake(CBC12, 0);
-    altered_offer_fails_handshake(CBC12, 1);
-    altered_offer_fails_handshake(CBC12_SHA1, 1);
-}
-
 /* An abbreviated handshake (RFC 5246 7.3: the server sends its
  * ChangeCipherSpec and Finished first): the offer is in that Finished, and
  * the numbers start again in the resumed connection. */
-static void resumes(const char *cipher)
+static void resumes(int arg)
 {
     pair p;
     SSL_SESSION *sess;
 
-    g_tls12 = cipher;
+    (void)arg;
     g_sctx = SSL_CTX_new(TLS_server_method());
     assert_non_null(g_sctx);
     make_pair(&p, 1, 1, 2);
@@ -838,27 +688,14 @@ static void resumes(const char *cipher)
     g_sctx = NULL;
 }
 
-static void test_ern12_resumption_gcm(void **state)
-{
-    (void)state;
-    resumes(GCM128);
-}
-
-static void test_ern12_resumption_cbc(void **state)
-{
-    (void)state;
-    resumes(CBC12);
-}
-
 /* TLS 1.2 renegotiation after the agreement: no new offer, and the numbers
  * go on as the sequence numbers of the new keys (from 0), in order. */
-static void renegotiates(const char *cipher)
+static void renegotiates(int arg)
 {
     pair p;
     unsigned char buf[100];
-    UTLS_STATS sc, ss;
 
-    g_tls12 = cipher;
+    (void)arg;
     make_pair(&p, 1, 1, 2);
     /* OpenSSL 3.0 refuses client-initiated renegotiation unless allowed */
     SSL_set_options(p.s, SSL_OP_ALLOW_CLIENT_RENEGOTIATION);
@@ -876,21 +713,8 @@ static void renegotiates(const char *cipher)
     assert_false(SSL_renegotiate_pending(p.c));
     assert_int_equal(SSL_num_renegotiations(p.c), 1);
     exchange(&p, 3);
-    assert_int_equal(UTLS_ern_status(p.c), 0xF);
-    assert_int_equal(UTLS_ern_status(p.s), 0xF);
-    assert_true(UTLS_get_stats(p.c, &sc) && UTLS_get_stats(p.s, &ss));
-    assert_int_equal(sc.ern_records_sent, 5);
-    assert_int_equal(ss.ern_records_received, 5);
-    assert_int_equal(ss.ern_records_sent, 5);
-    assert_int_equal(sc.ern_records_received, 5);
+    expect_numbered_both_ways(&p, 5);
     free_pair(&p);
-}
-
-static void test_ern12_renegotiation(void **state)
-{
-    (void)state;
-    renegotiates(GCM128);
-    renegotiates(CBC12);
 }
 
 /*
@@ -1096,22 +920,9 @@ static void seal_shuffled(size_t num, double loss, uint64_t seed)
     free_pair(&p);
 }
 
-static void seal_each_version(void (*fn)(void))
+static void shuffled_inorder(int arg)
 {
-    g_tls12 = NULL;
-    fn();
-    g_tls12 = GCM128;
-    fn();
-    g_tls12 = CBC12; /* encrypt-then-MAC */
-    fn();
-    g_tls12 = CBC12_SHA1;
-    g_mte = 1; /* MAC-then-encrypt */
-    fn();
-    g_mte = 0;
-}
-
-static void shuffled_inorder(void)
-{
+    (void)arg;
     /* The baseline: the same records written in sequence order. */
     g_seal_no_shuffle = 1;
     seal_shuffled(600, 0, 0x5ea1);
@@ -1122,27 +933,17 @@ static void shuffled_inorder(void)
     g_plain_server = 0;
 }
 
-static void shuffled_lossy(void)
+static void shuffled_lossy(int arg)
 {
+    (void)arg;
     seal_shuffled(600, 0.03, 0x5ea2);
-}
-
-static void test_ern_seal_shuffled(void **state)
-{
-    (void)state;
-    seal_each_version(shuffled_inorder);
-}
-
-static void test_ern_seal_shuffled_lossy(void **state)
-{
-    (void)state;
-    seal_each_version(shuffled_lossy);
 }
 
 /* A dropped (never written) number is a gap the receiver tolerates; a record
  * is written once; ordinary writes wait until no sealed record is left. */
-static void skip_and_single_use(void)
+static void skip_and_single_use(int arg)
 {
+    (void)arg;
     sealed_rec r[3];
     uint8_t m[300];
     pair p;
@@ -1182,19 +983,14 @@ static void skip_and_single_use(void)
     free_pair(&p);
 }
 
-static void test_ern_seal_skip_and_single_use(void **state)
-{
-    (void)state;
-    seal_each_version(skip_and_single_use);
-}
-
 /* replay_fatal: a copy of a delivered record, injected into the stream, is
  * fatal at the receiver (UTLS_R_ERN_REPLAY) and delivers nothing twice. */
-static void replay_fatal(void)
+static void replay_fatal(int plain_server)
 {
     sealed_rec r[3];
     pair p;
 
+    g_plain_server = plain_server;
     seal_ready(&p, 4);
     seal_msg(&p, 1, 400, &r[0]);
     seal_msg(&p, 2, 400, &r[1]);
@@ -1216,22 +1012,15 @@ static void replay_fatal(void)
     assert_int_equal(p.got, 4);
     assert_true(uh_utls_error_queued(UTLS_R_ERN_REPLAY));
     free_pair(&p);
-}
-
-static void test_ern_seal_replay_fatal(void **state)
-{
-    (void)state;
-    seal_each_version(replay_fatal);
-    g_plain_server = 1;
-    seal_each_version(replay_fatal);
     g_plain_server = 0;
 }
 
 /* A number a whole window above the highest the receiver saw is fatal
  * (UTLS_R_ERN_OUT_OF_WINDOW). A conforming sender cannot produce it: here
  * the record before it is written but never reaches the server. */
-static void beyond_window_fatal(void)
+static void beyond_window_fatal(int arg)
 {
+    (void)arg;
     static sealed_rec r[UTLS_ERN_REORDER_WINDOW + 1];
     sealed_rec extra;
     unsigned char sink[65536];
@@ -1259,12 +1048,6 @@ static void beyond_window_fatal(void)
     assert_int_equal(p.got, 1);
     assert_true(uh_utls_error_queued(UTLS_R_ERN_OUT_OF_WINDOW));
     free_pair(&p);
-}
-
-static void test_ern_seal_beyond_window_fatal(void **state)
-{
-    (void)state;
-    seal_each_version(beyond_window_fatal);
 }
 
 /* Bad arguments and states: nothing sealed, a clear reason. */
@@ -1492,8 +1275,9 @@ static int client_reads(pair *p, int *seen, size_t num, size_t *out_got)
  * close_notify would take a number above them); once they are written or
  * dropped it goes out and the receiver sees a clean close, not a
  * bad_record_mac. After it, nothing more can be sealed. */
-static void shutdown_waits(void)
+static void shutdown_waits(int arg)
 {
+    (void)arg;
     sealed_rec r[3];
     pair p;
     size_t before;
@@ -1523,12 +1307,6 @@ static void shutdown_waits(void)
     assert_int_equal(p.got, 2);
     assert_true(p.seen[0] && !p.seen[1] && p.seen[2]);
     free_pair(&p);
-}
-
-static void test_ern_seal_shutdown_waits(void **state)
-{
-    (void)state;
-    seal_each_version(shutdown_waits);
 }
 
 /* A TLS 1.3 server: SSL_new_session_ticket() and post-handshake
@@ -1715,8 +1493,9 @@ static void test_ern12_seal_peer_renegotiation_waits(void **state)
  * sealed record is left (it takes the next number, the one the receiver
  * counts), refused in the middle of a batch; the receiver gets every
  * message once. */
-static void interleaved_ssl_write(void)
+static void interleaved_ssl_write(int arg)
 {
+    (void)arg;
     sealed_rec r[3];
     uint8_t m[400];
     uint32_t idx = 1;
@@ -1744,12 +1523,6 @@ static void interleaved_ssl_write(void)
     assert_int_equal(p.bad, 0);
     assert_int_equal(p.got, 1 + 20 * 4);
     free_pair(&p);
-}
-
-static void test_ern_seal_interleaved_ssl_write(void **state)
-{
-    (void)state;
-    seal_each_version(interleaved_ssl_write);
 }
 
 /* A record padding callback or block padding (TLS 1.3) decides the record's
@@ -1801,18 +1574,6 @@ static void padding_bounded(int block)
     free_pair(&p);
 }
 
-static void test_ern_seal_padding_callback(void **state)
-{
-    (void)state;
-    padding_bounded(0);
-}
-
-static void test_ern_seal_block_padding(void **state)
-{
-    (void)state;
-    padding_bounded(1);
-}
-
 static int reset_globals(void **state)
 {
     (void)state;
@@ -1823,58 +1584,108 @@ static int reset_globals(void **state)
     return 0;
 }
 
+/* ern_run: one configuration a test body runs under. */
+typedef struct {
+    const char *tls12; /* becomes g_tls12: NULL for TLS 1.3 */
+    int mte;           /* becomes g_mte */
+    int arg;           /* passed to the body */
+} ern_run;
+
+/* ERN_MAX_RUNS: the most configurations one test runs its body under (a
+ * longer list is an excess-initializer warning, not a silent cut). */
+#define ERN_MAX_RUNS 8
+
+/* ern_case: a test body and the configurations it runs under, in turn. */
+typedef struct {
+    void (*body)(int arg);
+    size_t num_runs;
+    ern_run runs[ERN_MAX_RUNS];
+} ern_case;
+
+static void run_ern_case(void **state)
+{
+    const ern_case *c = *state;
+
+    assert_true(c->num_runs > 0 && c->num_runs <= ERN_MAX_RUNS);
+    for (size_t i = 0; i < c->num_runs; i++) {
+        g_tls12 = c->runs[i].tls12;
+        g_mte = c->runs[i].mte;
+        c->body(c->runs[i].arg);
+    }
+}
+
+/* ERN_CASE: the test |name| runs |body| once per ern_run given after it. */
+#define ERN_CASE(name, body, ...)                                                                  \
+    {                                                                                              \
+        #name, run_ern_case, reset_globals, NULL,                                                  \
+            &(ern_case){ body, sizeof((ern_run[]){ __VA_ARGS__ }) / sizeof(ern_run),               \
+                         { __VA_ARGS__ } }                                                         \
+    }
+#define TLS13 { NULL, 0, 0 }
+/* Every record protection the seal path has: TLS 1.3, TLS 1.2 AES-GCM, CBC
+ * encrypt-then-MAC, CBC MAC-then-encrypt (OpenSSL's stitched AES-CBC-HMAC-SHA1). */
+#define EACH_VERSION(arg)                                                                          \
+    { NULL, 0, arg }, { GCM128, 0, arg }, { CBC12, 0, arg }, { CBC12_SHA1, 1, arg }
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_ern_probes_cbr, reset_globals),
-        cmocka_unit_test_setup(test_ern_probes_vbr, reset_globals),
-        cmocka_unit_test_setup(test_ern_probes_mixed, reset_globals),
+        ERN_CASE(test_ern_probes_cbr, probes, { NULL, 0, SIZES_CBR }),
+        ERN_CASE(test_ern_probes_vbr, probes, { NULL, 0, SIZES_VBR }),
+        ERN_CASE(test_ern_probes_mixed, probes, { NULL, 0, SIZES_MIXED }),
         cmocka_unit_test_setup(test_ern_lost_offer, reset_globals),
-        cmocka_unit_test_setup(test_ern_lost_accept_then_flush, reset_globals),
-        cmocka_unit_test_setup(test_ern_switch_record_lost, reset_globals),
+        ERN_CASE(test_ern_lost_accept_then_flush, lost_accept_then_flush, TLS13),
+        ERN_CASE(test_ern_switch_record_lost, switch_record_lost, TLS13),
         cmocka_unit_test_setup(test_ern_legacy_random_padding, reset_globals),
-        cmocka_unit_test_setup(test_ern_wrong_number_is_fatal, reset_globals),
-        cmocka_unit_test_setup(test_ern12_probes_cbr, reset_globals),
-        cmocka_unit_test_setup(test_ern12_probes_vbr, reset_globals),
-        cmocka_unit_test_setup(test_ern12_probes_mixed, reset_globals),
-        cmocka_unit_test_setup(test_ern12_negotiates_aes128gcm, reset_globals),
-        cmocka_unit_test_setup(test_ern12_negotiates_aes256gcm, reset_globals),
-        cmocka_unit_test_setup(test_ern12_negotiates_cbc_etm, reset_globals),
-        cmocka_unit_test_setup(test_ern12_negotiates_cbc_mte, reset_globals),
-        cmocka_unit_test_setup(test_ern12_cbc_probes_cbr, reset_globals),
-        cmocka_unit_test_setup(test_ern12_cbc_probes_vbr, reset_globals),
-        cmocka_unit_test_setup(test_ern12_cbc_probes_mixed, reset_globals),
-        cmocka_unit_test_setup(test_ern12_lost_accept_then_flush, reset_globals),
-        cmocka_unit_test_setup(test_ern12_switch_record_lost, reset_globals),
-        cmocka_unit_test_setup(test_ern12_wrong_number_is_fatal, reset_globals),
-        cmocka_unit_test_setup(test_ern12_chacha20_stays_legacy, reset_globals),
-        cmocka_unit_test_setup(test_ern12_ccm_stays_legacy, reset_globals),
-        cmocka_unit_test_setup(test_ern12_camellia_cbc_stays_legacy, reset_globals),
+        ERN_CASE(test_ern_wrong_number_is_fatal, wrong_number_is_fatal, TLS13),
+        ERN_CASE(test_ern12_probes_cbr, probes, { GCM128, 0, SIZES_CBR }),
+        ERN_CASE(test_ern12_probes_vbr, probes, { GCM256, 0, SIZES_VBR }),
+        ERN_CASE(test_ern12_probes_mixed, probes, { GCM128, 0, SIZES_MIXED }),
+        ERN_CASE(test_ern12_negotiates_aes128gcm, negotiates, { GCM128, 0, 0 }),
+        ERN_CASE(test_ern12_negotiates_aes256gcm, negotiates, { GCM256, 0, 0 }),
+        ERN_CASE(test_ern12_negotiates_cbc_etm, negotiates, { CBC12, 0, 0 }, { CBC12_SHA1, 0, 0 }),
+        ERN_CASE(test_ern12_negotiates_cbc_mte, negotiates, { CBC12, 1, 0 }, { CBC12_SHA1, 1, 0 }),
+        /* CBC12: encrypt-then-MAC; CBC12_SHA1 with MtE: OpenSSL's stitched
+         * AES-CBC-HMAC-SHA1 */
+        ERN_CASE(test_ern12_cbc_probes_cbr, probes, { CBC12, 0, SIZES_CBR }),
+        ERN_CASE(test_ern12_cbc_probes_vbr, probes, { CBC12_SHA1, 1, SIZES_VBR }),
+        ERN_CASE(test_ern12_cbc_probes_mixed, probes, { CBC12, 1, SIZES_MIXED }),
+        ERN_CASE(test_ern12_lost_accept_then_flush, lost_accept_then_flush, { GCM128, 0, 0 },
+                 { CBC12, 0, 0 }),
+        ERN_CASE(test_ern12_switch_record_lost, switch_record_lost, { GCM256, 0, 0 },
+                 { CBC12, 0, 0 }, { CBC12, 1, 0 }),
+        ERN_CASE(test_ern12_wrong_number_is_fatal, wrong_number_is_fatal, { GCM128, 0, 0 },
+                 { CBC12, 0, 0 }, { CBC12, 1, 0 }),
+        ERN_CASE(test_ern12_chacha20_stays_legacy, stays_legacy, { CHACHA12, 0, 0 }),
+        ERN_CASE(test_ern12_ccm_stays_legacy, stays_legacy, { CCM12, 0, 0 }),
+        ERN_CASE(test_ern12_camellia_cbc_stays_legacy, stays_legacy, { CAMELLIA12, 0, 0 }),
         cmocka_unit_test_setup(test_ern12_legacy_peers, reset_globals),
-        cmocka_unit_test_setup(test_ern12_altered_offer_fails_handshake, reset_globals),
+        ERN_CASE(test_ern12_altered_offer_fails_handshake, altered_offer_fails_handshake,
+                 { GCM128, 0, 0 }, { CBC12, 0, 0 }, { CBC12, 1, 0 }, { CBC12_SHA1, 1, 0 }),
         cmocka_unit_test_setup(test_ern12_nonces_unique, reset_globals),
-        cmocka_unit_test_setup(test_ern12_resumption_gcm, reset_globals),
-        cmocka_unit_test_setup(test_ern12_resumption_cbc, reset_globals),
-        cmocka_unit_test_setup(test_ern12_renegotiation, reset_globals),
+        ERN_CASE(test_ern12_resumption_gcm, resumes, { GCM128, 0, 0 }),
+        ERN_CASE(test_ern12_resumption_cbc, resumes, { CBC12, 0, 0 }),
+        ERN_CASE(test_ern12_renegotiation, renegotiates, { GCM128, 0, 0 }, { CBC12, 0, 0 }),
     };
     const struct CMUnitTest seal_tests[] = {
-        cmocka_unit_test_setup(test_ern_seal_shuffled, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_shuffled_lossy, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_skip_and_single_use, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_replay_fatal, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_beyond_window_fatal, reset_globals),
+        ERN_CASE(test_ern_seal_shuffled, shuffled_inorder, EACH_VERSION(0)),
+        ERN_CASE(test_ern_seal_shuffled_lossy, shuffled_lossy, EACH_VERSION(0)),
+        ERN_CASE(test_ern_seal_skip_and_single_use, skip_and_single_use, EACH_VERSION(0)),
+        /* through the fork's out-of-order reader, then the stock in-order one */
+        ERN_CASE(test_ern_seal_replay_fatal, replay_fatal, EACH_VERSION(0), EACH_VERSION(1)),
+        ERN_CASE(test_ern_seal_beyond_window_fatal, beyond_window_fatal, EACH_VERSION(0)),
         cmocka_unit_test_setup(test_ern_seal_refused, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_keyupdate, reset_globals),
         cmocka_unit_test_setup(test_ern12_seal_renegotiation_refused, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_partial_write, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_interleaved_ssl_write, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_shutdown_waits, reset_globals),
+        ERN_CASE(test_ern_seal_interleaved_ssl_write, interleaved_ssl_write, EACH_VERSION(0)),
+        ERN_CASE(test_ern_seal_shutdown_waits, shutdown_waits, EACH_VERSION(0)),
         cmocka_unit_test_setup(test_ern_seal_server_ticket, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_peer_keyupdate, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_owed_keyupdate_partial, reset_globals),
         cmocka_unit_test_setup(test_ern12_seal_peer_renegotiation_waits, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_padding_callback, reset_globals),
-        cmocka_unit_test_setup(test_ern_seal_block_padding, reset_globals),
+        ERN_CASE(test_ern_seal_padding_callback, padding_bounded, TLS13),
+        ERN_CASE(test_ern_seal_block_padding, padding_bounded, { NULL, 0, 1 }),
     };
     int r;
 

@@ -28,190 +28,25 @@ Failures are categorised (maps, version, data, inproc, process, timeout).
 that category -- this is how the negative self-tests prove the checks can fail.
 """
 import argparse
-import ctypes
 import hashlib
 import json
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
+
+from interop_procs import (Failure, Proc, check_maps, free_port, listening_ports, log, run_driver,
+                           wait_until)
 
 CATEGORIES = ("maps", "version", "data", "inproc", "process", "timeout", "setup")
 
 
-class Failure(Exception):
-    def __init__(self, category, message):
-        super().__init__("[%s] %s" % (category, message))
-        self.category = category
-
-
-def log(msg):
-    sys.stdout.write("interop: %s\n" % msg)
-    sys.stdout.flush()
-
-
 # --------------------------------------------------------------------------
-# Child processes
+# /proc inspection (processes, maps, ports: interop_procs.py)
 
-_libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_PDEATHSIG = 1
-
-
-def _child_setup():
-    # Runs in the child between fork and exec: die with the driver.
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-class Proc:
-    all = []
-
-    def __init__(self, name, argv, lib, env, workdir, cwd=None):
-        self.name, self.lib, self.argv = name, lib, argv
-        self.out_path = os.path.join(workdir, name + ".stdout")
-        self.err_path = os.path.join(workdir, name + ".stderr")
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=err,
-                                      env=env, cwd=cwd, start_new_session=True,
-                                      preexec_fn=_child_setup)
-        Proc.all.append(self)
-        self.pid = self.p.pid
-        log("started %s (pid %d, %s): %s" % (name, self.pid, lib, " ".join(argv)))
-
-    def alive(self):
-        return self.p.poll() is None
-
-    def out(self):
-        with open(self.out_path, "rb") as f:
-            return f.read()
-
-    def err(self):
-        with open(self.err_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def write(self, data):
-        self.p.stdin.write(data)
-        self.p.stdin.flush()
-
-    def close_stdin(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-
-    def wait(self, timeout, what="exit"):
-        try:
-            return self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise Failure("timeout", "%s did not %s within %.0f s\n%s" % (self.name, what, timeout, self.tails()))
-
-    def tails(self):
-        o = self.out()
-        text = o[-600:].decode("utf-8", "replace") if b"\0" not in o[-600:] else "<%d bytes binary>" % len(o)
-        return "--- %s stdout (tail) ---\n%s\n--- %s stderr (tail) ---\n%s" % (
-            self.name, text, self.name, self.err()[-1500:])
-
-    def kill(self):
-        if self.p.poll() is None:
-            try:
-                os.killpg(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                self.p.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-        self.close_stdin()
-
-
-def kill_all():
-    for pr in Proc.all:
-        pr.kill()
-
-
-def wait_until(pred, timeout, what, procs=()):
-    """Poll pred() until true; fail early if one of procs exits meanwhile."""
-    end = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v:
-            return v
-        for pr in procs:
-            if not pr.alive():
-                v = pred()  # it may have finished its job just now
-                if v:
-                    return v
-                raise Failure("process", "%s exited (rc %s) while waiting for %s\n%s"
-                              % (pr.name, pr.p.returncode, what, pr.tails()))
-        if time.monotonic() > end:
-            raise Failure("timeout", "timed out after %.0f s waiting for %s\n%s"
-                          % (timeout, what, "\n".join(pr.tails() for pr in procs)))
-        time.sleep(0.02)
-
-
-# --------------------------------------------------------------------------
-# /proc inspection
-
-def mapped_libssl(pid):
-    paths = set()
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            parts = line.rstrip("\n").split(None, 5)
-            if len(parts) == 6:
-                path = parts[5]
-                if os.path.basename(path.replace(" (deleted)", "")).startswith("libssl.so"):
-                    paths.add(path)
-    return paths
-
-
-def check_maps(pr, cfg):
+def check_lib(pr, cfg):
     """Assert from /proc/PID/maps, while pr is alive, which libssl it maps."""
-    if not pr.alive():
-        raise Failure("process", "%s exited before its maps could be read\n%s" % (pr.name, pr.tails()))
-    try:
-        paths = mapped_libssl(pr.pid)
-    except OSError as e:
-        raise Failure("process", "cannot read /proc/%d/maps of %s: %s" % (pr.pid, pr.name, e))
-    if not pr.alive():  # the pid must still be ours when we read it
-        raise Failure("process", "%s exited while its maps were read" % pr.name)
-    real = {os.path.realpath(p) if not p.endswith(" (deleted)") else p for p in paths}
-    want, other = (cfg.fork_real, cfg.system_real) if pr.lib == "fork" else (cfg.system_real, cfg.fork_real)
-    desc = "%s (pid %d, expected %s): libssl mapped = %s" % (pr.name, pr.pid, pr.lib, sorted(paths))
-    if real != {want} or other in real:
-        raise Failure("maps", "%s; want exactly %s and never %s" % (desc, want, other))
-    log("maps OK: " + desc)
-
-
-def listening_ports(pid):
-    """TCP ports on which the process pid itself holds a LISTEN socket."""
-    inodes = set()
-    try:
-        for fd in os.listdir("/proc/%d/fd" % pid):
-            try:
-                t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
-            except OSError:
-                continue
-            m = re.match(r"socket:\[(\d+)\]", t)
-            if m:
-                inodes.add(m.group(1))
-    except OSError:
-        return set()
-    ports = set()
-    for tbl in ("/proc/%d/net/tcp" % pid, "/proc/%d/net/tcp6" % pid):
-        try:
-            with open(tbl) as f:
-                next(f)
-                for line in f:
-                    c = line.split()
-                    if c[3] == "0A" and c[9] in inodes:
-                        ports.add(int(c[1].rsplit(":", 1)[1], 16))
-        except OSError:
-            pass
-    return ports
+    check_maps(pr, pr.lib, cfg.fork_real, cfg.system_real)
 
 
 def blocked_reading_stdin(pid):
@@ -222,12 +57,6 @@ def blocked_reading_stdin(pid):
     except OSError:
         return False
     return len(s) >= 2 and s[0] == "0" and s[1] == "0x0"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # --------------------------------------------------------------------------
@@ -253,7 +82,7 @@ def child_env(cfg, lib, side):
 
 def spawn(cfg, name, argv, lib, cwd=None):
     side = name.split("_", 1)[0]  # "client" or "server"
-    return Proc(name, argv, lib, child_env(cfg, lib, side), cfg.work, cwd)
+    return Proc(name, argv, child_env(cfg, lib, side), cfg.work, lib=lib, cwd=cwd)
 
 
 TLS_FLAG = {"1.2": "-tls1_2", "1.3": "-tls1_3"}
@@ -334,7 +163,7 @@ def start_server(cfg, kind, lib):
 
 def run(cfg):
     server, port = start_server(cfg, cfg.server, cfg.server_lib)
-    check_maps(server, cfg)
+    check_lib(server, cfg)
 
     # ---- client up to the end of its handshake (or, for curl, to main())
     if cfg.client == "s_client":
@@ -346,7 +175,7 @@ def run(cfg):
         wait_until(lambda: "CONNECTION ESTABLISHED" in client.err()
                    and line_value(client, "Protocol version:", "err"), 20,
                    "s_client handshake", [client])
-        check_maps(client, cfg)
+        check_lib(client, cfg)
         check_version(cfg, "s_client", line_value(client, "Protocol version:", "err"))
     elif cfg.client == "python":
         client = spawn(cfg, "client_python",
@@ -354,7 +183,7 @@ def run(cfg):
                         "--port", str(port), "--send", cfg.up_send_file, "--recv", str(len(cfg.down)),
                         "--out", os.path.join(cfg.work, "client_received")], cfg.client_lib)
         wait_until(lambda: line_value(client, "HANDSHAKE "), 20, "python client handshake", [client])
-        check_maps(client, cfg)
+        check_lib(client, cfg)
         check_version(cfg, "python client", line_value(client, "HANDSHAKE "))
     else:  # curl: reads its config (-K -) from stdin; hold it there, check, then release
         client = spawn(cfg, "client_curl",
@@ -362,7 +191,7 @@ def run(cfg):
                         "--cacert", cfg.cert, "--resolve", "localhost:%d:127.0.0.1" % port,
                         "--tlsv%s" % cfg.tls, "--tls-max", cfg.tls, "-K", "-"], cfg.client_lib)
         wait_until(lambda: blocked_reading_stdin(client.pid), 20, "curl to read its config", [client])
-        check_maps(client, cfg)
+        check_lib(client, cfg)
 
     if cfg.server == "python":
         wait_until(lambda: line_value(server, "HANDSHAKE "), 20, "python server handshake", [server])
@@ -490,22 +319,8 @@ def main():
     if cfg.client == "curl":
         cfg.server = "s_server_www"
 
-    def on_alarm(signum, frame):
-        raise Failure("timeout", "whole run exceeded its %g s deadline" % a.deadline)
-
-    def on_term(signum, frame):
-        kill_all()
-        sys.exit(128 + signum)
-
-    signal.signal(signal.SIGALRM, on_alarm)
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    signal.setitimer(signal.ITIMER_REAL, a.deadline)
-
-    t0 = time.monotonic()
-    cfg.work = tempfile.mkdtemp(prefix="utls-interop-")
-    failure = None
-    try:
+    def body(work):
+        cfg.work = work
         for f, what in ((cfg.fork_real, "fork"), (cfg.system_real, "system libssl")):
             if not os.path.isfile(f):
                 raise Failure("setup", "%s not found: %s" % (what, f))
@@ -540,29 +355,8 @@ def main():
         with open(os.path.join(cfg.www, "line.txt"), "wb") as f:
             f.write(cfg.line_expected)
         run(cfg)
-    except Failure as f:
-        failure = f
-    except Exception as e:  # a bug or an unexpected error is a failure too
-        failure = Failure("process", "%s: %s" % (type(e).__name__, e))
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        kill_all()
-        shutil.rmtree(cfg.work, ignore_errors=True)
-    dt = time.monotonic() - t0
 
-    if a.expect_fail:
-        if failure is not None and failure.category == a.expect_fail:
-            log("EXPECTED FAILURE observed (%.2f s): %s" % (dt, failure))
-            log("PASS (negative self-test: the %s check fails when broken)" % a.expect_fail)
-            return 0
-        log("negative self-test did NOT fail in category %r as it must; got: %s"
-            % (a.expect_fail, failure if failure else "success"))
-        return 1
-    if failure is not None:
-        log("FAIL (%.2f s): %s" % (dt, failure))
-        return 1
-    log("PASS (%.2f s)" % dt)
-    return 0
+    return run_driver(body, "utls-interop-", a.deadline, a.expect_fail)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@
 #   net_init PREFIX WORKNAME     # HERE ROOT TB PY WORK, the cleanup trap
 #   NET_PID_VARS="RECV_PID"      # variables holding pids to kill on exit
 #   net_testbed_up --rtt 100 --loss 2 --seed 4242
+# (or, for a streaming example run by net_run_stream:
+#   net_stream_init "${1:-}" utls-stream PREFIX WORKNAME
+#   net_testbed_up ...; ADDR=$(net_addr receiver 4433)
+#   net_run_stream "$BIN" "$ADDR" "RECV_ARGS" "SEND_ARGS")
 #   ... start the receiver with --ready "$WORK/ready" ...
 #   net_wait_ready "$WORK/ready" receiver
 #
@@ -61,6 +65,25 @@ net_cleanup() {
     fi
     if [ -n "${KEEP_WORK:-}" ]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
     exit $rc
+}
+
+# net_stream_init BINDIR PROG PREFIX WORKNAME: net_init PREFIX WORKNAME for a
+# test of a streaming example: BIN is BINDIR/PROG (FAIL and exit 1 if it is
+# not built), RECV_PID (net_run_stream's receiver) is killed on exit. A
+# missing BINDIR is a usage error (exit 2).
+net_stream_init() {
+    [ -n "${1:-}" ] || { echo "usage: $(basename "${BASH_SOURCE[1]}") BINDIR"; exit 2; }
+    net_init "$3" "$4"
+    NET_PID_VARS=RECV_PID
+    RECV_PID=
+    BIN=$1/$2
+    [ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
+}
+
+# net_addr NAMESPACE PORT: prints "ADDRESS:PORT" of that testbed namespace
+# (receiver, sender).
+net_addr() {
+    echo "$("$TB" --prefix "$PREFIX" addr "$1"):$2"
 }
 
 # net_testbed_up UP_ARGS...: brings the testbed up (quietly); FAIL and exit 1

@@ -3,8 +3,10 @@
 The scripts' inline Python runs with PYTHONPATH=tests/net and imports from
 here: check() prints one "ok:" or "FAIL:" line and remembers failures,
 finish() exits 1 if any check failed (0 otherwise), receiver_log() splits a
-utls-stream / utls-substreams receiver log, and count_really_early() tells
-whether records marked out of order really overtook an earlier one.
+utls-stream / utls-substreams receiver log, count_really_early() tells
+whether records marked out of order really overtook an earlier one, and
+check_delivered_once() / check_out_of_order() are the delivery checks of a
+utls-stream receiver's log.
 """
 import json
 import sys
@@ -40,3 +42,27 @@ def count_really_early(items):
         first_seen.setdefault(r["i"], pos)
     return sum(1 for r in items if r.get("ooo") == 1
                and any(first_seen.get(j, 1 << 30) > first_seen[r["i"]] for j in range(r["i"])))
+
+
+def check_delivered_once(items, end, count, noun):
+    """Checks a utls-stream receiver's items (receiver_log) and summary line
+    |end|: the intact items ("ok": 1) are indices 0..count-1, each once; the
+    receiver counted no duplicate and no bad item; every item is intact.
+    |noun| names an item in the messages ("record", "datagram")."""
+    good = [r["i"] for r in items if r.get("ok") == 1]
+    check(sorted(good) == list(range(count)),
+          "every %s delivered (%d of %d)" % (noun, len(set(good)), count))
+    check(len(good) == len(set(good)) and end.get("duplicates") == 0,
+          "no %s delivered twice" % noun)
+    check(end.get("bad") == 0 and all(r.get("ok") == 1 for r in items), "every %s intact" % noun)
+
+
+def check_out_of_order(items, noun):
+    """Checks that some items were delivered out of order and that each of
+    them really came before an earlier one (count_really_early); returns how
+    many were marked out of order."""
+    ooo = sum(1 for r in items if r.get("ooo") == 1)
+    check(ooo > 0, "%ss delivered out of order: %d" % (noun, ooo))
+    early = count_really_early(items)
+    check(early == ooo, "each out-of-order %s came before an earlier one (%d)" % (noun, early))
+    return ooo

@@ -12,42 +12,30 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 net_require_root "network namespaces, the AF_PACKET tap"
-BINDIR=${1:?usage: stream_tap.sh BINDIR}
-net_init "utap$$" net-stream-tap
-NET_PID_VARS=RECV_PID
-BIN=$BINDIR/utls-stream
+net_stream_init "${1:-}" utls-stream "utap$$" net-stream-tap
 COUNT=500
-RECV_PID=
-
-[ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
 net_testbed_up --rtt 100 --loss 2 --seed 4242
-ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
+ADDR=$(net_addr receiver 4433)
 
 net_run_stream "$BIN" "$ADDR" \
     "--mode utls --count $COUNT --size 1448 --timeout 60" \
     "--mode utls --count $COUNT --size 1448 --interval 10 --timeout 60"
 PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
-import json, sys
-from netcheck import check, count_really_early, finish, receiver_log
+import sys
+from netcheck import check, check_delivered_once, check_out_of_order, finish, receiver_log
 count = int(sys.argv[2])
 start, end, recs = receiver_log(sys.argv[1])
 check(start.get("fork") == 1, "the receiver ran the fork (%s)" % start.get("libssl"))
 check(end.get("event") == "end", "the receiver finished its log")
-good = [r["i"] for r in recs if r.get("ok") == 1]
-check(sorted(good) == list(range(count)), "every record delivered (%d of %d)" % (len(set(good)), count))
-check(len(good) == len(set(good)) and end.get("duplicates") == 0, "no record delivered twice")
-check(end.get("bad") == 0 and all(r.get("ok") == 1 for r in recs), "every record intact")
-ooo = sum(1 for r in recs if r.get("ooo") == 1)
-check(ooo > 0, "records delivered out of order: %d" % ooo)
+check_delivered_once(recs, end, count, "record")
+# Out-of-order records must really be early: delivered before an earlier one.
+ooo = check_out_of_order(recs, "record")
 u = end.get("utls", {})
 check(u.get("fallback", "").startswith("none"), "no fallback (%s)" % u.get("fallback"))
 check(u.get("records_out_of_order") == ooo, "UTLS_STATS agrees (%s)" % u.get("records_out_of_order"))
 t = end.get("tap", {})
 check(t.get("packets", 0) >= count, "the tap captured the stream (%s packets)" % t.get("packets"))
 check(t.get("ring_drops", 1) == 0, "no tap ring drops")
-# Out-of-order records must really be early: delivered before an earlier one.
-early = count_really_early(recs)
-check(early == ooo, "each out-of-order record came before an earlier record (%d)" % early)
 finish()
 PY
 net_verdict $?

@@ -14,16 +14,10 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 net_require_root "network namespaces, the AF_PACKET tap"
-BINDIR=${1:?usage: substreams_tap.sh BINDIR}
-net_init "${UTLS_SST_PREFIX:-sst}" net-substreams
-NET_PID_VARS=RECV_PID
-BIN=$BINDIR/utls-substreams
+net_stream_init "${1:-}" utls-substreams "${UTLS_SST_PREFIX:-sst}" net-substreams
 COUNT=1000
-RECV_PID=
-
-[ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
 net_testbed_up --rtt 100 --loss 2 --seed 9090
-ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
+ADDR=$(net_addr receiver 4433)
 
 net_run_stream "$BIN" "$ADDR" \
     "--mode utls_streams --count $COUNT --streams 4 --size 300 --timeout 90" \

@@ -13,35 +13,26 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 net_require_root "network namespaces, the AF_PACKET tap"
-BINDIR=${1:?usage: ucobs_tap.sh BINDIR}
-net_init "uco$$" net-ucobs-tap
-NET_PID_VARS=RECV_PID
-BIN=$BINDIR/utls-stream
+net_stream_init "${1:-}" utls-stream "uco$$" net-ucobs-tap
 COUNT=500
-RECV_PID=
-
-[ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
 net_testbed_up --rtt 100 --loss 2 --seed 4242
-ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4434
+ADDR=$(net_addr receiver 4434)
 
 net_run_stream "$BIN" "$ADDR" \
     "--mode ucobs --count $COUNT --size 1440 --timeout 60" \
     "--mode ucobs --count $COUNT --size 1440 --interval 10 --timeout 60"
 PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
 import json, sys
-from netcheck import check, count_really_early, finish, receiver_log
+from netcheck import check, check_delivered_once, check_out_of_order, finish, receiver_log
 sent = [json.loads(l) for l in open(sys.argv[2])]
 count = int(sys.argv[3])
 start, end, recs = receiver_log(sys.argv[1])
 check(start.get("fork") == 1 and start.get("mode") == "ucobs",
       "the receiver ran the fork in ucobs mode (%s)" % start.get("libssl"))
 check(end.get("event") == "end", "the receiver finished its log")
-good = [r["i"] for r in recs if r.get("ok") == 1]
-check(sorted(good) == list(range(count)), "every datagram delivered (%d of %d)" % (len(set(good)), count))
-check(len(good) == len(set(good)) and end.get("duplicates") == 0, "no datagram delivered twice")
-check(end.get("bad") == 0 and all(r.get("ok") == 1 for r in recs), "every datagram intact")
-ooo = sum(1 for r in recs if r.get("ooo") == 1)
-check(ooo > 0, "datagrams delivered out of order: %d" % ooo)
+check_delivered_once(recs, end, count, "datagram")
+# Out-of-order datagrams must really be early: delivered before an earlier one.
+ooo = check_out_of_order(recs, "datagram")
 u = end.get("ucobs", {})
 check(u.get("tapped") == 1, "the receiver used the tap")
 check(u.get("datagrams_out_of_order") == ooo, "UTLS_UCOBS_STATS agrees (%s)" % u.get("datagrams_out_of_order"))
@@ -56,9 +47,6 @@ wl = [r.get("wire_len") for r in recs] + [s.get("wire_len") for s in sent if "i"
 check(all(w == 1448 for w in wl), "every frame is 1448 bytes on the wire")
 offs = sorted(r["offset"] for r in recs)
 check(offs == [1448 * i for i in range(count)], "datagram offsets are the frames' opening markers")
-# Out-of-order records must really be early: delivered before an earlier one.
-early = count_really_early(recs)
-check(early == ooo, "each out-of-order datagram came before an earlier one (%d)" % early)
 finish()
 PY
 net_verdict $?

@@ -148,6 +148,27 @@ typedef struct {
     double arrival; /* sort key */
 } sg_segment;
 
+/* sg_segments_room makes |*v| (|*cap| entries) hold more than |need|
+ * entries, doubling it; returns 1, or 0 after freeing |*v| when out of
+ * memory. */
+static inline int sg_segments_room(sg_segment **v, size_t *cap, size_t need)
+{
+    sg_segment *nv;
+
+    if (need < *cap) {
+        return 1;
+    }
+    *cap *= 2;
+    nv = realloc(*v, *cap * sizeof(**v));
+    if (nv == NULL) {
+        free(*v);
+        *v = NULL;
+        return 0;
+    }
+    *v = nv;
+    return 1;
+}
+
 /* sg_segments_make cuts [0, stream_len) into segments of 1..max_seg bytes
  * (max_seg = 0: random up to 1460), drops each with |loss|, duplicates with
  * |dup|, re-sends a dropped one re-segmented (different cut points, with
@@ -185,14 +206,8 @@ static inline sg_segment *sg_segments_make(size_t *out_num, size_t stream_len, u
                 size_t s1 = off >= 7 ? off - 7 : 0;
                 size_t e2 = off + len + 9 < stream_len ? off + len + 9 : stream_len;
                 for (int k = 0; k < 2; k++) {
-                    if (n + 2 >= vcap) {
-                        vcap *= 2;
-                        sg_segment *nv = realloc(v, vcap * sizeof(*v));
-                        if (nv == NULL) {
-                            free(v);
-                            return NULL;
-                        }
-                        v = nv;
+                    if (!sg_segments_room(&v, &vcap, n + 2)) {
+                        return NULL;
                     }
                     uint64_t a = k == 0 ? s1 : off + cut;
                     uint64_t b = k == 0 ? off + cut : e2;
@@ -208,14 +223,8 @@ static inline sg_segment *sg_segments_make(size_t *out_num, size_t stream_len, u
             copies = 2;
         }
         for (int c = 0; c < copies; c++) {
-            if (n + 2 >= vcap) {
-                vcap *= 2;
-                sg_segment *nv = realloc(v, vcap * sizeof(*v));
-                if (nv == NULL) {
-                    free(v);
-                    return NULL;
-                }
-                v = nv;
+            if (!sg_segments_room(&v, &vcap, n + 2)) {
+                return NULL;
             }
             v[n].offset = off;
             v[n].len = (uint32_t)len;

@@ -28,6 +28,8 @@
 #include <openssl/utls.h>
 #include <openssl/x509.h>
 
+#include "uharness.h"
+
 #define MS UINT64_C(1000000)
 
 typedef struct {
@@ -58,31 +60,6 @@ static int fake_tcp_info(void *arg, UTLS_TCP_INFO *out)
     return 1;
 }
 
-static int make_identity(EVP_PKEY **out_key, X509 **out_cert)
-{
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    X509_NAME *name;
-
-    if (key == NULL || x == NULL) {
-        return 0;
-    }
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), -60);
-    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, key);
-    name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"sched", -1, -1,
-                               0);
-    X509_set_issuer_name(x, name);
-    if (!X509_sign(x, key, EVP_sha256())) {
-        return 0;
-    }
-    *out_key = key;
-    *out_cert = x;
-    return 1;
-}
-
 static void pair_handshake(fixture *f, size_t bio_buf)
 {
     EVP_PKEY *key = NULL;
@@ -90,7 +67,7 @@ static void pair_handshake(fixture *f, size_t bio_buf)
     BIO *cbio = NULL;
     int i, cdone = 0, sdone = 0;
 
-    assert_true(make_identity(&key, &cert));
+    assert_true(uh_make_identity(1, &key, &cert));
     f->cctx = SSL_CTX_new(TLS_client_method());
     f->sctx = SSL_CTX_new(TLS_server_method());
     assert_non_null(f->cctx);
@@ -771,6 +748,16 @@ static void bbr_path(fixture *f)
     f->ti.bbr_min_rtt_us = 60100;
 }
 
+/* flush_at moves the fake clock to |now| (ns) and returns what a flush
+ * returns there. */
+static UTLS_SCHED_RESULT flush_at(fixture *f, uint64_t now)
+{
+    size_t n;
+
+    f->now = now;
+    return UTLS_sched_flush(f->sch, &n);
+}
+
 /* observe_at moves the fake clock to |ms| and lets the scheduler look at the
  * TCP information (a flush with nothing queued still observes). */
 static void observe_at(fixture *f, uint64_t ms)
@@ -780,6 +767,13 @@ static void observe_at(fixture *f, uint64_t ms)
     f->now = ms * MS;
     assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
     assert_int_equal(n, 0);
+}
+
+/* observe_cwnd_at: observe_at with a window of |cwnd_segs| segments. */
+static void observe_cwnd_at(fixture *f, uint32_t cwnd_segs, uint64_t ms)
+{
+    f->ti.cwnd_segs = cwnd_segs;
+    observe_at(f, ms);
 }
 
 static UTLS_SCHED_STATS stats_of(fixture *f)
@@ -900,8 +894,7 @@ static void test_sched_probe_rtt_drain_predicts_and_holds(void **state)
     assert_int_equal(st.probe_rtt_drain_waits, 2); /* bulk1, twice */
     /* ProbeRTT ends (bbr_check_probe_rtt_done: min_rtt_stamp = now). */
     f->ti.cwnd_segs = 100;
-    f->now = 12300 * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(flush_at(f, 12300 * MS), UTLS_SCHED_IDLE);
     expect(f, "bulk3", NULL);
     assert_int_equal(stats_of(f).probe_rtt_next_ns, 22300 * MS);
 }
@@ -911,18 +904,15 @@ static void test_sched_probe_rtt_drain_wasted(void **state)
     fixture *f = *state;
     UTLS_SCHED_MSG lo = prio(0);
     UTLS_SCHED_STATS st;
-    size_t n;
 
     bbr_sched(f);
     learn_stamp(f);
     /* A drain starts; then a lower sample refreshes the filter: the
      * ProbeRTT it was for will not come, bulk is released at once. */
     submit(f, "bulk0", &lo);
-    f->now = 11950 * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(flush_at(f, 11950 * MS), UTLS_SCHED_WANT_TIMER);
     f->ti.bbr_min_rtt_us = 59990;
-    f->now = 11960 * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(flush_at(f, 11960 * MS), UTLS_SCHED_IDLE);
     expect(f, "bulk0", NULL);
     st = stats_of(f);
     assert_int_equal(st.probe_rtt_drains, 1);
@@ -935,12 +925,9 @@ static void test_sched_probe_rtt_drain_wasted(void **state)
      * drain waits a lead past the predicted entry, then gives up. One drain
      * per stamp: no second one. */
     submit(f, "bulk1", &lo);
-    f->now = (21960 - DRAIN_LEAD_MS) * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
-    f->now = (21960 + DRAIN_LEAD_MS) * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
-    f->now += 1 * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(flush_at(f, (21960 - DRAIN_LEAD_MS) * MS), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(flush_at(f, (21960 + DRAIN_LEAD_MS) * MS), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(flush_at(f, f->now + 1 * MS), UTLS_SCHED_IDLE);
     expect(f, "bulk1", NULL);
     st = stats_of(f);
     assert_int_equal(st.probe_rtt_drains, 2);
@@ -948,8 +935,7 @@ static void test_sched_probe_rtt_drain_wasted(void **state)
     observe_at(f, 22100);
     assert_int_equal(stats_of(f).probe_rtt_drains, 2);
     /* The ProbeRTT comes later: seen, not predicted (missed). */
-    f->ti.cwnd_segs = 4;
-    observe_at(f, 25000);
+    observe_cwnd_at(f, 4, 25000);
     st = stats_of(f);
     assert_int_equal(st.probe_rtt_seen, 1);
     assert_int_equal(st.probe_rtt_predicted, 0);
@@ -963,35 +949,27 @@ static void test_sched_probe_rtt_drain_learns_interval(void **state)
 
     bbr_sched(f);
     observe_at(f, t);
-    f->ti.cwnd_segs = 4; /* a first ProbeRTT, its stamp unknown: not learned */
-    observe_at(f, t += 100);
+    observe_cwnd_at(f, 4, t += 100); /* a first ProbeRTT, its stamp unknown: not learned */
     /* Four ProbeRTTs 12 s after each end (a BBR with a longer filter): once
      * the history is full, the prior 10 s no longer counts. */
     for (i = 0; i < 4; i++) {
-        f->ti.cwnd_segs = 100;
-        observe_at(f, t += 300); /* ProbeRTT ends: the stamp */
+        observe_cwnd_at(f, 100, t += 300); /* ProbeRTT ends: the stamp */
         assert_int_equal(stats_of(f).probe_rtt_interval_ns, 10000 * MS);
-        f->ti.cwnd_segs = 4;
-        observe_at(f, t += 12000);
+        observe_cwnd_at(f, 4, t += 12000);
     }
-    f->ti.cwnd_segs = 100;
-    observe_at(f, t += 300);
+    observe_cwnd_at(f, 100, t += 300);
     assert_int_equal(stats_of(f).probe_rtt_interval_ns, 12000 * MS);
     assert_int_equal(stats_of(f).probe_rtt_next_ns, (t + 12000) * MS);
     assert_int_equal(stats_of(f).probe_rtt_seen, 5);
     /* An interval below 2 s is not BBR's timer (nor one a peer may force
      * on the scheduler): not learned. */
-    f->ti.cwnd_segs = 4;
-    observe_at(f, t += 1000);
-    f->ti.cwnd_segs = 100;
-    observe_at(f, t += 300);
+    observe_cwnd_at(f, 4, t += 1000);
+    observe_cwnd_at(f, 100, t += 300);
     assert_int_equal(stats_of(f).probe_rtt_interval_ns, 12000 * MS);
     /* Shorter intervals replace longer ones at once (an unseen refresh only
      * ever lengthens one). */
-    f->ti.cwnd_segs = 4;
-    observe_at(f, t += 9000);
-    f->ti.cwnd_segs = 100;
-    observe_at(f, t += 300);
+    observe_cwnd_at(f, 4, t += 9000);
+    observe_cwnd_at(f, 100, t += 300);
     assert_int_equal(stats_of(f).probe_rtt_interval_ns, 9000 * MS);
 }
 
@@ -1009,16 +987,12 @@ static void test_sched_probe_rtt_drain_bounded(void **state)
     f->ti.srtt_us = 5000000;
     learn_stamp(f);
     submit(f, "bulk0", &lo);
-    f->now = (12000 - 251) * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(flush_at(f, (12000 - 251) * MS), UTLS_SCHED_IDLE);
     expect(f, "bulk0", NULL);
     submit(f, "bulk1", &lo);
-    f->now = (12000 - 250) * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
-    f->now = (12000 + 250) * MS;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_WANT_TIMER);
-    f->now += 1;
-    assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+    assert_int_equal(flush_at(f, (12000 - 250) * MS), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(flush_at(f, (12000 + 250) * MS), UTLS_SCHED_WANT_TIMER);
+    assert_int_equal(flush_at(f, f->now + 1), UTLS_SCHED_IDLE);
     expect(f, "bulk1", NULL);
     st = stats_of(f);
     assert_int_equal(st.probe_rtt_drains, 1);
@@ -1039,7 +1013,6 @@ static void test_sched_probe_rtt_drain_only_with_bbr(void **state)
     UTLS_SCHED_CONFIG cfg;
     UTLS_SCHED_MSG lo = prio(0);
     UTLS_SCHED_STATS st;
-    size_t n;
     int round;
 
     /* Not BBR, no window reserve, or switched off: nothing is predicted or
@@ -1056,8 +1029,7 @@ static void test_sched_probe_rtt_drain_only_with_bbr(void **state)
         }
         learn_stamp(f);
         submit(f, "bulk", &lo);
-        f->now = 11950 * MS;
-        assert_int_equal(UTLS_sched_flush(f->sch, &n), UTLS_SCHED_IDLE);
+        assert_int_equal(flush_at(f, 11950 * MS), UTLS_SCHED_IDLE);
         expect(f, "bulk", NULL);
         st = stats_of(f);
         assert_int_equal(st.probe_rtt_drains, 0);
@@ -1074,24 +1046,19 @@ static void test_sched_probe_rtt_drain_only_with_bbr(void **state)
     bbr_path(f);
     observe_at(f, 1000);
     f->ti.ca_state = 3;
-    f->ti.cwnd_segs = 3;
-    observe_at(f, 1100);
+    observe_cwnd_at(f, 3, 1100);
     assert_int_equal(stats_of(f).probe_rtt_seen, 0);
     f->ti.ca_state = 0;
-    f->ti.cwnd_segs = 4;
-    observe_at(f, 1160);
+    observe_cwnd_at(f, 4, 1160);
     assert_int_equal(stats_of(f).probe_rtt_seen, 1);
     /* A timeout's window of 1 (the loss state) is not ProbeRTT either. */
-    f->ti.cwnd_segs = 50;
-    observe_at(f, 1400);
+    observe_cwnd_at(f, 50, 1400);
     f->ti.ca_state = 4;
-    f->ti.cwnd_segs = 1;
-    observe_at(f, 1500);
+    observe_cwnd_at(f, 1, 1500);
     assert_int_equal(stats_of(f).probe_rtt_seen, 1);
     /* The congestion control changes under the scheduler: all forgotten. */
     f->ti.ca_state = 0;
-    f->ti.cwnd_segs = 50;
-    observe_at(f, 1600);
+    observe_cwnd_at(f, 50, 1600);
     assert_true(stats_of(f).probe_rtt_next_ns != 0);
     f->ti.cc_is_bbr = 0;
     observe_at(f, 1700);

@@ -30,12 +30,46 @@ static utls_seqpred_query query(uint64_t offset, size_t wire_len)
     return q;
 }
 
+/* add_anchor returns what utls_seqpred_add_anchor returns for the record
+ * of |wire_len| bytes at |offset| with number |seq|. */
+static int add_anchor(utls_seqpred *sp, uint64_t offset, uint64_t seq, size_t wire_len)
+{
+    utls_seqpred_record r = rec(offset, seq, wire_len);
+
+    return utls_seqpred_add_anchor(sp, &r);
+}
+
+/* candidates_at returns how many candidates (at most |max|, into |out|) |sp|
+ * has for a record of |wire_len| bytes at |offset|. */
+static size_t candidates_at(utls_seqpred *sp, uint64_t *out, size_t max, uint64_t offset,
+                            size_t wire_len)
+{
+    utls_seqpred_query q = query(offset, wire_len);
+
+    return utls_seqpred_candidates(sp, out, max, &q);
+}
+
 static utls_seqpred *new_with_anchor(uint64_t offset, uint64_t seq, size_t wire_len)
 {
     utls_seqpred *sp = utls_seqpred_new(NULL);
     assert_non_null(sp);
-    utls_seqpred_record r = rec(offset, seq, wire_len);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    assert_int_equal(add_anchor(sp, offset, seq, wire_len), 1);
+    return sp;
+}
+
+/* new_bounded returns a predictor for records of |min_len| to |max_len|
+ * bytes that lists up to UTLS_SEQPRED_MAX_CANDIDATES candidates. */
+static utls_seqpred *new_bounded(size_t min_len, size_t max_len)
+{
+    utls_seqpred_config cfg;
+    utls_seqpred *sp;
+
+    utls_seqpred_config_default(&cfg);
+    cfg.min_wire_len = min_len;
+    cfg.max_wire_len = max_len;
+    cfg.max_candidates = UTLS_SEQPRED_MAX_CANDIDATES;
+    sp = utls_seqpred_new(&cfg);
+    assert_non_null(sp);
     return sp;
 }
 
@@ -44,8 +78,7 @@ static utls_seqpred *new_with_anchor(uint64_t offset, uint64_t seq, size_t wire_
 static void add_anchors(utls_seqpred *sp, uint64_t num)
 {
     for (uint64_t i = 0; i < num; i++) {
-        utls_seqpred_record r = rec(i * 1448, i, 1448);
-        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+        assert_int_equal(add_anchor(sp, i * 1448, i, 1448), 1);
     }
 }
 
@@ -100,21 +133,17 @@ static void test_seqpred_declared_constant_one(void **state)
     utls_seqpred_config_default(&cfg);
     cfg.constant_wire_len = 1000;
     utls_seqpred *sp = utls_seqpred_new(&cfg);
-    utls_seqpred_record r = rec(5000, 7, 1000);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    assert_int_equal(add_anchor(sp, 5000, 7, 1000), 1);
     uint64_t out[8];
     utls_seqpred_query q = query(9000, 1000);
     assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
     assert_int_equal(out[0], 11); /* 3 records in [6000, 9000) */
-    q = query(9500, 1000);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    assert_int_equal(candidates_at(sp, out, 8, 9500, 1000), 0);
     /* Only an anchor above: count backwards. */
     utls_seqpred_free(sp);
     sp = utls_seqpred_new(&cfg);
-    r = rec(100000, 500, 1000);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
-    q = query(95000, 1000);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
+    assert_int_equal(add_anchor(sp, 100000, 500, 1000), 1);
+    assert_int_equal(candidates_at(sp, out, 8, 95000, 1000), 1);
     assert_int_equal(out[0], 495);
     utls_seqpred_free(sp);
 }
@@ -123,14 +152,8 @@ static void test_seqpred_declared_constant_one(void **state)
 static void test_seqpred_bounds_from_sizes(void **state)
 {
     (void)state;
-    utls_seqpred_config cfg;
-    utls_seqpred_config_default(&cfg);
-    cfg.min_wire_len = 100;
-    cfg.max_wire_len = 1000;
-    cfg.max_candidates = UTLS_SEQPRED_MAX_CANDIDATES;
-    utls_seqpred *sp = utls_seqpred_new(&cfg);
-    utls_seqpred_record r = rec(0, 0, 500);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+    utls_seqpred *sp = new_bounded(100, 1000);
+    assert_int_equal(add_anchor(sp, 0, 0, 500), 1);
     /* gap 1500 bytes: between 2 (ceil 1500/1000) and 15 records. */
     utls_seqpred_query q = query(2000, 500);
     uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
@@ -141,18 +164,14 @@ static void test_seqpred_bounds_from_sizes(void **state)
     }
     assert_int_equal(out[0], 4); /* 1500 / 500 = 3 records in the gap */
     /* Gap 0: exactly the next record. */
-    q = query(500, 500);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
+    assert_int_equal(candidates_at(sp, out, 8, 500, 500), 1);
     assert_int_equal(out[0], 1);
     /* Gap smaller than the smallest record: impossible. */
-    q = query(550, 500);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    assert_int_equal(candidates_at(sp, out, 8, 550, 500), 0);
     /* Inside the anchor record: impossible. */
-    q = query(100, 500);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    assert_int_equal(candidates_at(sp, out, 8, 100, 500), 0);
     /* Query length outside the bounds. */
-    q = query(5000, 50);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    assert_int_equal(candidates_at(sp, out, 8, 5000, 50), 0);
     utls_seqpred_free(sp);
 }
 
@@ -160,12 +179,7 @@ static void test_seqpred_bounds_from_sizes(void **state)
 static void test_seqpred_both_directions(void **state)
 {
     (void)state;
-    utls_seqpred_config cfg;
-    utls_seqpred_config_default(&cfg);
-    cfg.min_wire_len = 100;
-    cfg.max_wire_len = 1000;
-    cfg.max_candidates = UTLS_SEQPRED_MAX_CANDIDATES;
-    utls_seqpred *sp = utls_seqpred_new(&cfg);
+    utls_seqpred *sp = new_bounded(100, 1000);
     utls_seqpred_record a = rec(0, 10, 500);
     utls_seqpred_record b = rec(2000, 14, 500);
     assert_int_equal(utls_seqpred_add_anchor(sp, &a), 1);
@@ -179,8 +193,7 @@ static void test_seqpred_both_directions(void **state)
     assert_int_equal(n, 1);
     assert_int_equal(out[0], 12);
     /* A record that would overlap the anchor above. */
-    q = query(1800, 500);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 0);
+    assert_int_equal(candidates_at(sp, out, 8, 1800, 500), 0);
     /* Header just before the anchor above: seq 13. */
     q = query(1500, 500);
     n = utls_seqpred_candidates(sp, out, 8, &q);
@@ -189,8 +202,7 @@ static void test_seqpred_both_directions(void **state)
     assert_false(contains(out, n, 14));
     assert_false(contains(out, n, 10));
     /* Exactly an anchor's offset: its sequence number. */
-    q = query(2000, 500);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
+    assert_int_equal(candidates_at(sp, out, 8, 2000, 500), 1);
     assert_int_equal(out[0], 14);
     utls_seqpred_free(sp);
 }
@@ -256,18 +268,12 @@ static void test_seqpred_rejects_bad_anchors(void **state)
     utls_seqpred *sp = new_with_anchor(1000, 10, 100);
     utls_seqpred_record r = rec(1000, 11, 100);
     assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* same offset, other seq */
-    r = rec(1000, 10, 100);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1); /* idempotent */
-    r = rec(2000, 9, 100);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* seq goes backwards */
-    r = rec(1050, 11, 100);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* overlaps */
-    r = rec(500, 10, 100);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0);
-    r = rec(5000, 20, 10);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* below min size */
-    r = rec(UINT64_MAX - 50, 20, 100);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &r), 0); /* wraps */
+    assert_int_equal(add_anchor(sp, 1000, 10, 100), 1); /* idempotent */
+    assert_int_equal(add_anchor(sp, 2000, 9, 100), 0); /* seq goes backwards */
+    assert_int_equal(add_anchor(sp, 1050, 11, 100), 0); /* overlaps */
+    assert_int_equal(add_anchor(sp, 500, 10, 100), 0);
+    assert_int_equal(add_anchor(sp, 5000, 20, 10), 0); /* below min size */
+    assert_int_equal(add_anchor(sp, UINT64_MAX - 50, 20, 100), 0); /* wraps */
     assert_int_equal(utls_seqpred_num_anchors(sp), 1);
     utls_seqpred_free(sp);
     utls_seqpred_free(NULL);
@@ -335,8 +341,7 @@ static void test_seqpred_advance(void **state)
     (void)state;
     utls_seqpred *sp = utls_seqpred_new(NULL);
     for (uint64_t i = 0; i < 10; i++) {
-        utls_seqpred_record r = rec(i * 100, i, 100);
-        assert_int_equal(utls_seqpred_add_anchor(sp, &r), 1);
+        assert_int_equal(add_anchor(sp, i * 100, i, 100), 1);
     }
     utls_seqpred_advance(sp, 550);
     assert_int_equal(utls_seqpred_num_anchors(sp), 6); /* 4 (ends 500) .. 9 */
@@ -389,8 +394,7 @@ static void test_seqpred_first_candidate_matches_ranking(void **state)
     q = query(1448 + 700, 1448); /* inside an anchor */
     assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
     /* A size that differs: every candidate is ranked. */
-    utls_seqpred_record odd = rec(100 * 1448, 100, 1000);
-    assert_int_equal(utls_seqpred_add_anchor(sp, &odd), 1);
+    assert_int_equal(add_anchor(sp, 100 * 1448, 100, 1000), 1);
     q = query(101 * 1448, 1448);
     assert_int_equal(utls_seqpred_first_candidate(sp, &q, &first), 0);
     /* Right after an anchor exactly one value is feasible. */

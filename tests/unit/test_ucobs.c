@@ -134,6 +134,25 @@ static void feed(utls_ucobs_rx *rx, const stream *s, uint64_t from, uint64_t to)
     }
 }
 
+/* rx_start: a new receiver (with |lim|, NULL: the defaults) for |s|, nothing
+ * of |s| seen yet. */
+static utls_ucobs_rx *rx_start(stream *s, const utls_ucobs_limits *lim)
+{
+    utls_ucobs_rx *rx = utls_ucobs_rx_new(lim, 0);
+
+    assert_non_null(rx);
+    memset(s->seen, 0, sizeof(s->seen));
+    return rx;
+}
+
+static utls_ucobs_stats rx_stats(const utls_ucobs_rx *rx)
+{
+    utls_ucobs_stats st;
+
+    utls_ucobs_rx_get_stats(rx, &st);
+    return st;
+}
+
 static void test_ucobs_round_trip(void **state)
 {
     (void)state;
@@ -148,8 +167,7 @@ static void test_ucobs_round_trip(void **state)
     stream_add_random(&s, 1);
     /* whole, then in random segment sizes */
     for (int pass = 0; pass < 2; pass++) {
-        utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
-        assert_non_null(rx);
+        utls_ucobs_rx *rx = rx_start(&s, NULL);
         memset(s.seen, 0, sizeof(s.seen));
         uint64_t pos = 0;
         while (pos < s.wire_len) {
@@ -165,8 +183,7 @@ static void test_ucobs_round_trip(void **state)
         for (size_t i = 0; i < s.n; i++) {
             assert_int_equal(s.ooo[i], 0);
         }
-        utls_ucobs_stats st;
-        utls_ucobs_rx_get_stats(rx, &st);
+        utls_ucobs_stats st = rx_stats(rx);
         assert_int_equal(st.datagrams_in_order, s.n);
         assert_int_equal(st.datagrams_out_of_order, 0);
         assert_int_equal(st.framing_errors, 0);
@@ -195,8 +212,7 @@ static void test_ucobs_every_hole_position(void **state)
     for (size_t hl = 0; hl < sizeof(hole_lens) / sizeof(hole_lens[0]); hl++) {
         for (uint64_t h = 0; h + hole_lens[hl] <= s.wire_len; h++) {
             uint64_t he = h + hole_lens[hl];
-            utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
-            assert_non_null(rx);
+            utls_ucobs_rx *rx = rx_start(&s, NULL);
             memset(s.seen, 0, sizeof(s.seen));
             feed(rx, &s, 0, h);
             /* after the hole, in pieces of 7 bytes */
@@ -214,8 +230,7 @@ static void test_ucobs_every_hole_position(void **state)
             feed(rx, &s, h, he);
             drain(rx, &s);
             assert_all_seen(&s);
-            utls_ucobs_stats st;
-            utls_ucobs_rx_get_stats(rx, &st);
+            utls_ucobs_stats st = rx_stats(rx);
             assert_int_equal(st.datagrams_in_order + st.datagrams_out_of_order, s.n);
             assert_int_equal(st.framing_errors, 0);
             utls_ucobs_rx_free(rx);
@@ -237,7 +252,7 @@ static void test_ucobs_figure6(void **state)
     uint64_t e1 = s.off[1], e2 = s.off[2], mid2 = s.off[1] + s.flen[1] / 2;
 
     /* (a) three segments, the middle one lost: 1 and 3 at once. */
-    utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
+    utls_ucobs_rx *rx = rx_start(&s, NULL);
     feed(rx, &s, 0, e1);
     feed(rx, &s, e2, s.wire_len);
     assert_int_equal(drain(rx, &s), 2);
@@ -249,8 +264,7 @@ static void test_ucobs_figure6(void **state)
     utls_ucobs_rx_free(rx);
 
     /* (b) re-segmented into two, split inside record 2, none lost. */
-    memset(s.seen, 0, sizeof(s.seen));
-    rx = utls_ucobs_rx_new(NULL, 0);
+    rx = rx_start(&s, NULL);
     feed(rx, &s, 0, mid2);
     assert_int_equal(drain(rx, &s), 1);
     assert_int_equal(s.seen[0], 1);
@@ -260,8 +274,7 @@ static void test_ucobs_figure6(void **state)
     utls_ucobs_rx_free(rx);
 
     /* (c) the first of the two lost: record 3 at once, 1 and 2 later. */
-    memset(s.seen, 0, sizeof(s.seen));
-    rx = utls_ucobs_rx_new(NULL, 0);
+    rx = rx_start(&s, NULL);
     feed(rx, &s, mid2, s.wire_len);
     assert_int_equal(drain(rx, &s), 1);
     assert_int_equal(s.seen[2], 1);
@@ -325,23 +338,21 @@ static void test_ucobs_empty_and_max(void **state)
     stream_append_raw(&s, out, over_len + 1);
     stream_append_raw(&s, &zero, 1);
     stream_add(&s, d4, 4);
-    utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
+    utls_ucobs_rx *rx = rx_start(&s, NULL);
     feed(rx, &s, 0, s.wire_len);
     assert_int_equal(drain(rx, &s), 1);
     assert_all_seen(&s);
-    utls_ucobs_stats st;
-    utls_ucobs_rx_get_stats(rx, &st);
+    utls_ucobs_stats st = rx_stats(rx);
     assert_int_equal(st.framing_errors, 1);
     utls_ucobs_rx_free(rx);
     /* the same, arriving past a hole */
-    memset(s.seen, 0, sizeof(s.seen));
-    rx = utls_ucobs_rx_new(NULL, 0);
+    rx = rx_start(&s, NULL);
     feed(rx, &s, 1, s.wire_len);
     assert_int_equal(drain(rx, &s), 1);
     assert_int_equal(s.ooo[0], 1);
     feed(rx, &s, 0, 1);
     assert_int_equal(drain(rx, &s), 0);
-    utls_ucobs_rx_get_stats(rx, &st);
+    st = rx_stats(rx);
     assert_int_equal(st.framing_errors, 1); /* counted once */
     utls_ucobs_rx_free(rx);
     stream_free(&s);
@@ -382,8 +393,7 @@ static void test_ucobs_malformed(void **state)
         stream_append_raw(&s, &zero, 1);
         stream_add(&s, d3, 3);
         for (int order = 0; order < 2; order++) {
-            memset(s.seen, 0, sizeof(s.seen));
-            utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
+            utls_ucobs_rx *rx = rx_start(&s, NULL);
             if (order == 0) {
                 feed(rx, &s, 0, s.wire_len);
             } else {
@@ -392,8 +402,7 @@ static void test_ucobs_malformed(void **state)
             }
             assert_int_equal(drain(rx, &s), 2);
             assert_all_seen(&s);
-            utls_ucobs_stats st;
-            utls_ucobs_rx_get_stats(rx, &st);
+            utls_ucobs_stats st = rx_stats(rx);
             assert_int_equal(st.framing_errors, 1);
             utls_ucobs_rx_free(rx);
         }
@@ -406,11 +415,10 @@ static void test_ucobs_malformed(void **state)
     static const uint8_t junk[] = {0x17, 0x03, 0x03, 0, 0, 0, 0};
     stream_append_raw(&s, junk, sizeof(junk));
     stream_add(&s, d3, 3);
-    utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
+    utls_ucobs_rx *rx = rx_start(&s, NULL);
     feed(rx, &s, 0, s.wire_len);
     assert_int_equal(drain(rx, &s), 1);
-    utls_ucobs_stats st;
-    utls_ucobs_rx_get_stats(rx, &st);
+    utls_ucobs_stats st = rx_stats(rx);
     assert_int_equal(st.junk_bytes, 3);
     assert_int_equal(st.framing_errors, 0);
     utls_ucobs_rx_free(rx);
@@ -439,17 +447,15 @@ static void test_ucobs_endless_run(void **state)
     stream_append_raw(&s, junk, 300000);
     uint8_t d[2] = {1, 2};
     stream_add(&s, d, 2);
-    utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
+    utls_ucobs_rx *rx = rx_start(&s, NULL);
     for (uint64_t p = 0; p < s.wire_len; p += 1000) {
         feed(rx, &s, p, p + 1000 < s.wire_len ? p + 1000 : s.wire_len);
-        utls_ucobs_stats st;
-        utls_ucobs_rx_get_stats(rx, &st);
+        utls_ucobs_stats st = rx_stats(rx);
         assert_true(st.reasm.bytes_new - st.reasm.bytes_evicted <= s.wire_len); /* sanity */
     }
     assert_int_equal(drain(rx, &s), 1);
     assert_all_seen(&s);
-    utls_ucobs_stats st;
-    utls_ucobs_rx_get_stats(rx, &st);
+    utls_ucobs_stats st = rx_stats(rx);
     assert_int_equal(st.framing_errors, 1);
     utls_ucobs_rx_free(rx);
     free(junk);
@@ -467,7 +473,7 @@ static void test_ucobs_duplicates_conflicts(void **state)
     for (int i = 0; i < 20; i++) {
         stream_add_random(&s, 50 + rnd32() % 200);
     }
-    utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
+    utls_ucobs_rx *rx = rx_start(&s, NULL);
     uint64_t h = s.off[3] + 5;
     /* everything past a hole, twice, then a conflicting copy */
     feed(rx, &s, h, s.wire_len);
@@ -483,8 +489,7 @@ static void test_ucobs_duplicates_conflicts(void **state)
     feed(rx, &s, 0, s.wire_len);
     assert_int_equal(drain(rx, &s), 4);
     assert_all_seen(&s);
-    utls_ucobs_stats st;
-    utls_ucobs_rx_get_stats(rx, &st);
+    utls_ucobs_stats st = rx_stats(rx);
     assert_true(st.reasm.bytes_conflicting > 0);
     assert_int_equal(st.datagrams_in_order + st.datagrams_out_of_order, s.n);
     free(evil);
@@ -506,22 +511,20 @@ static void test_ucobs_ahead_limit(void **state)
     utls_ucobs_limits lim;
     utls_ucobs_limits_default(&lim);
     lim.max_ahead = 2;
-    utls_ucobs_rx *rx = utls_ucobs_rx_new(&lim, 0);
+    utls_ucobs_rx *rx = rx_start(&s, &lim);
     feed(rx, &s, 1, s.wire_len);
     assert_int_equal(drain(rx, &s), 2);
     feed(rx, &s, 0, 1);
     assert_int_equal(drain(rx, &s), 8);
     assert_all_seen(&s);
-    utls_ucobs_stats st;
-    utls_ucobs_rx_get_stats(rx, &st);
+    utls_ucobs_stats st = rx_stats(rx);
     assert_int_equal(st.held_back, 7);
     assert_int_equal(st.datagrams_out_of_order, 2);
     utls_ucobs_rx_free(rx);
     /* ready-bytes limit */
-    memset(s.seen, 0, sizeof(s.seen));
     utls_ucobs_limits_default(&lim);
     lim.max_ready_ahead_bytes = 30;
-    rx = utls_ucobs_rx_new(&lim, 0);
+    rx = rx_start(&s, &lim);
     feed(rx, &s, 1, s.wire_len);
     assert_int_equal(utls_ucobs_rx_num_ready(rx), 1);
     feed(rx, &s, 0, 1);
@@ -578,8 +581,7 @@ static void test_ucobs_property(void **state)
             se[i - 1] = se[j];
             se[j] = t;
         }
-        utls_ucobs_rx *rx = utls_ucobs_rx_new(NULL, 0);
-        assert_non_null(rx);
+        utls_ucobs_rx *rx = rx_start(&s, NULL);
         for (size_t i = 0; i < nseg; i++) {
             feed(rx, &s, so[i], se[i]);
             if (rnd32() % 3 == 0) {
@@ -588,8 +590,7 @@ static void test_ucobs_property(void **state)
         }
         drain(rx, &s);
         assert_all_seen(&s);
-        utls_ucobs_stats st;
-        utls_ucobs_rx_get_stats(rx, &st);
+        utls_ucobs_stats st = rx_stats(rx);
         assert_int_equal(st.datagrams_in_order + st.datagrams_out_of_order, s.n);
         assert_int_equal(st.framing_errors, 0);
         assert_int_equal(utls_ucobs_rx_walked(rx), s.wire_len);

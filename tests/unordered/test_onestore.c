@@ -43,10 +43,7 @@
 #define MAX_LEN 16384
 
 typedef struct {
-    SSL_CTX *sctx, *cctx;
-    SSL *c, *s;
-    BIO *c_in, *c_out, *seg;
-    uint64_t base;
+    uh_seg_pair sp; /* the client, the server on its segment BIO */
     size_t len[NUM_RECORDS];
     uint8_t *wire[NUM_RECORDS];
     size_t wire_len[NUM_RECORDS];
@@ -56,53 +53,24 @@ typedef struct {
 
 static void pair_new(pair *p)
 {
-    uint8_t buf[65536];
     int n;
 
     memset(p, 0, sizeof(*p));
-    p->sctx = SSL_CTX_new(TLS_server_method());
-    p->cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(p->sctx, uh_cert)
-                && SSL_CTX_use_PrivateKey(p->sctx, uh_key));
-    SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
-    SSL_CTX_set_num_tickets(p->sctx, 0);
-    p->c = SSL_new(p->cctx);
-    p->s = SSL_new(p->sctx);
-    p->c_in = BIO_new(BIO_s_mem());
-    p->c_out = BIO_new(BIO_s_mem());
-    p->seg = BIO_new(UTLS_BIO_s_segment());
-    SSL_set_bio(p->c, p->c_in, p->c_out);
-    SSL_set_bio(p->s, p->seg, p->seg);
-    SSL_set_mode(p->s, SSL_MODE_UNORDERED);
-    SSL_set_connect_state(p->c);
-    SSL_set_accept_state(p->s);
-    for (int i = 0; i < 10; i++) {
-        size_t k;
-
-        SSL_do_handshake(p->c);
-        SSL_do_handshake(p->s);
-        while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p->seg, p->base, buf, (size_t)n));
-            p->base += (uint64_t)n;
-        }
-        while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0)
-            BIO_write(p->c_in, buf, (int)k);
-    }
-    assert_true(SSL_is_init_finished(p->s));
+    assert_true(uh_seg_pair_new(&p->sp, uh_key, uh_cert, SSL_MODE_UNORDERED));
     for (int r = 0; r < NUM_RECORDS; r++) {
         p->len[r] = r == 0 ? 1000 : r == NUM_RECORDS - 1 ? 2000 : MIDDLE_LEN;
         p->plain[r] = malloc(p->len[r]);
         assert_non_null(p->plain[r]);
         for (size_t i = 0; i < p->len[r]; i++)
             p->plain[r][i] = (uint8_t)(r * 61 + i * 7 + 1);
-        assert_int_equal(SSL_write(p->c, p->plain[r], (int)p->len[r]), (int)p->len[r]);
-        n = (int)BIO_pending(p->c_out);
+        assert_int_equal(SSL_write(p->sp.c, p->plain[r], (int)p->len[r]), (int)p->len[r]);
+        n = (int)BIO_pending(p->sp.c_out);
         assert_true(n > (int)p->len[r]);
         p->wire[r] = malloc((size_t)n);
-        assert_int_equal(BIO_read(p->c_out, p->wire[r], n), n);
+        assert_int_equal(BIO_read(p->sp.c_out, p->wire[r], n), n);
         p->wire_len[r] = (size_t)n;
-        p->wire_off[r] = p->base;
-        p->base += (uint64_t)n;
+        p->wire_off[r] = p->sp.base;
+        p->sp.base += (uint64_t)n;
     }
 }
 
@@ -112,15 +80,12 @@ static void pair_free(pair *p)
         free(p->wire[r]);
         free(p->plain[r]);
     }
-    SSL_free(p->c);
-    SSL_free(p->s);
-    SSL_CTX_free(p->cctx);
-    SSL_CTX_free(p->sctx);
+    uh_seg_pair_free(&p->sp);
 }
 
 static void push(pair *p, int r)
 {
-    assert_true(UTLS_BIO_segment_push(p->seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
+    assert_true(UTLS_BIO_segment_push(p->sp.seg, p->wire_off[r], p->wire[r], p->wire_len[r]));
 }
 
 /* read_record reads one record and checks it is record |r| (in or out of
@@ -132,9 +97,9 @@ static void read_record(pair *p, int r, int out_of_order)
     UTLS_RECORD_INFO info;
 
     ERR_clear_error();
-    if (!UTLS_read_record(p->s, buf, sizeof(buf), &n, &info)) {
+    if (!UTLS_read_record(p->sp.s, buf, sizeof(buf), &n, &info)) {
         uh_errors_to_stderr("onestore");
-        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(p->s, 0));
+        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(p->sp.s, 0));
     }
     assert_int_equal(n, p->len[r]);
     assert_memory_equal(buf, p->plain[r], n);
@@ -149,8 +114,8 @@ static void read_fails(pair *p, int err)
     size_t n;
 
     ERR_clear_error();
-    assert_false(UTLS_read_record(p->s, buf, sizeof(buf), &n, NULL));
-    assert_int_equal(SSL_get_error(p->s, 0), err);
+    assert_false(UTLS_read_record(p->sp.s, buf, sizeof(buf), &n, NULL));
+    assert_int_equal(SSL_get_error(p->sp.s, 0), err);
     ERR_clear_error();
 }
 
@@ -199,7 +164,7 @@ static void test_onestore_skips_verified_records(void **state)
     push(&p, 0);
     read_record(&p, 0, 0);
     read_fails(&p, SSL_ERROR_WANT_READ); /* nothing twice */
-    assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+    assert_int_equal(UTLS_get_stats(p.sp.s, &st), 1);
     assert_int_equal(st.records_out_of_order, NUM_RECORDS - 1);
     assert_int_equal(st.records_in_order, 1);
     assert_int_equal(st.records_skipped, NUM_RECORDS - 1);
@@ -221,7 +186,7 @@ static void evict_last(pair *p)
         uint64_t off = start + 2 * k;
         int r = 1 + (int)((off - start) / p->wire_len[1]);
 
-        assert_true(UTLS_BIO_segment_push(p->seg, off, p->wire[r] + (off - p->wire_off[r]), 1));
+        assert_true(UTLS_BIO_segment_push(p->sp.seg, off, p->wire[r] + (off - p->wire_off[r]), 1));
     }
     for (int r = 1; r < NUM_RECORDS - 1; r++)
         push(p, r);
@@ -252,13 +217,13 @@ static void run_evicted(int forge)
         /* The middle ones are passed unread; the last one is decrypted in
          * order, as stock OpenSSL would, and fails: bad_record_mac. */
         read_fails(&p, SSL_ERROR_SSL);
-        assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+        assert_int_equal(UTLS_get_stats(p.sp.s, &st), 1);
         assert_int_equal(st.records_out_of_order, last);
         assert_int_equal(st.decryptions_saved, NUM_MIDDLE);
     } else {
         /* It authenticates in order, and is skipped: delivered once. */
         read_fails(&p, SSL_ERROR_WANT_READ);
-        assert_int_equal(UTLS_get_stats(p.s, &st), 1);
+        assert_int_equal(UTLS_get_stats(p.sp.s, &st), 1);
         assert_int_equal(st.records_out_of_order, last);
         assert_int_equal(st.records_skipped, last);
         assert_int_equal(st.decryptions_saved, NUM_MIDDLE); /* the last: decrypted */

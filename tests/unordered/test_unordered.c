@@ -1695,7 +1695,11 @@ static scenario *add(CMUnitTestFunction fn, const char *fmt, ...)
     return sc;
 }
 
-static scenario *add_from(CMUnitTestFunction fn, const cipher_case *c, const char *fmt, ...)
+/* add_run: a scenario named "<c's label>.<fmt ...>" running fn with c's
+ * version and cipher, this record profile and this number of records; the
+ * other fields at add()'s defaults. */
+static scenario *add_run(CMUnitTestFunction fn, const cipher_case *c, int profile, size_t records,
+                         const char *fmt, ...)
 {
     char name[160];
     va_list ap;
@@ -1707,6 +1711,8 @@ static scenario *add_from(CMUnitTestFunction fn, const cipher_case *c, const cha
     sc->cipher = c->cipher;
     sc->ec = c->ec;
     sc->no_etm = c->no_etm;
+    sc->profile = profile;
+    sc->records = records;
     return sc;
 }
 
@@ -1721,11 +1727,10 @@ static void add_cipher_matrix(const cipher_case *cases, size_t n)
     for (size_t i = 0; i < n; i++) {
         for (int rxc = 0; rxc < 2; rxc++) {
             for (int p = PROFILE_CONSTANT; p <= PROFILE_MIXED; p++) {
-                scenario *sc = add_from(test_scenario_clean, &cases[i], "%s-receives.%s",
-                                        rxc ? "client" : "server", profile_name(p));
+                scenario *sc = add_run(test_scenario_clean, &cases[i], p, records_for(p),
+                                       "%s-receives.%s", rxc ? "client" : "server",
+                                       profile_name(p));
                 sc->receiver_is_client = rxc;
-                sc->profile = p;
-                sc->records = records_for(p);
             }
         }
     }
@@ -1745,9 +1750,8 @@ static void add_tamper(const cipher_case *c)
         {TAMPER_FILL, "hole-filling-retransmission"},
     };
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-        scenario *sc = add_from(test_scenario_tamper, c, "tamper.%s", kinds[k].name);
-        sc->profile = PROFILE_CONSTANT;
-        sc->records = 120;
+        scenario *sc = add_run(test_scenario_tamper, c, PROFILE_CONSTANT, 120, "tamper.%s",
+                               kinds[k].name);
         sc->loss = 0;
         sc->tamper = kinds[k].kind;
         sc->hole_index = 50;
@@ -1764,10 +1768,8 @@ static void build_group(const char *group)
          * hole almost all the time. Every record complete past a hole must
          * still go out of order, to the end (bench/cpu once saw only a
          * quarter of them, after the predictor's anchor table filled). */
-        scenario *sc = add_from(test_scenario_clean, &tls13_ciphers[0],
-                                "server-receives.long-stream");
-        sc->profile = PROFILE_CONSTANT;
-        sc->records = 12000;
+        add_run(test_scenario_clean, &tls13_ciphers[0], PROFILE_CONSTANT, 12000,
+                "server-receives.long-stream");
     } else if (strcmp(group, "tls12_aead") == 0) {
         add_cipher_matrix(tls12_aead_ciphers,
                           sizeof(tls12_aead_ciphers) / sizeof(tls12_aead_ciphers[0]));
@@ -1778,12 +1780,10 @@ static void build_group(const char *group)
         for (size_t i = 0; i < 4; i++) {
             for (int rxc = 0; rxc < 2; rxc++) {
                 for (int p = PROFILE_CONSTANT; p <= PROFILE_VARIABLE; p++) {
-                    scenario *sc = add_from(test_scenario_clean, &tls13_ciphers[i],
-                                            "keyupdate.%s-receives.%s", rxc ? "client" : "server",
-                                            profile_name(p));
+                    scenario *sc = add_run(test_scenario_clean, &tls13_ciphers[i], p,
+                                           records_for(p), "keyupdate.%s-receives.%s",
+                                           rxc ? "client" : "server", profile_name(p));
                     sc->receiver_is_client = rxc;
-                    sc->profile = p;
-                    sc->records = records_for(p);
                     sc->key_updates = 3;
                 }
             }
@@ -1795,11 +1795,11 @@ static void build_group(const char *group)
             for (size_t k = 0; k < 2 * sizeof(after) / sizeof(after[0]); k++) {
                 int variable = k >= sizeof(after) / sizeof(after[0]);
                 size_t n = after[k % (sizeof(after) / sizeof(after[0]))];
-                scenario *sc = add_from(test_scenario_clean, &tls13_ciphers[i],
-                                        "keyupdate.inorder-then-hole-%zu-records-later.%s", n,
-                                        variable ? "variable" : "constant");
-                sc->profile = variable ? PROFILE_VARIABLE : PROFILE_CONSTANT;
-                sc->records = variable ? 400 : 200;
+                scenario *sc = add_run(test_scenario_clean, &tls13_ciphers[i],
+                                       variable ? PROFILE_VARIABLE : PROFILE_CONSTANT,
+                                       variable ? 400 : 200,
+                                       "keyupdate.inorder-then-hole-%zu-records-later.%s", n,
+                                       variable ? "variable" : "constant");
                 sc->loss = 0;
                 sc->ku_at = 100;
                 sc->holes_at[0] = 100 + n;
@@ -1809,29 +1809,24 @@ static void build_group(const char *group)
              * (right after a lost segment), then a hole in generation 2. */
             static const size_t after2[] = {2, 5, 20};
             for (size_t k = 0; k < 3; k++) {
-                scenario *sc2 = add_from(test_scenario_clean, &tls13_ciphers[i],
-                                         "keyupdate.two-then-hole-%zu-records-later", after2[k]);
-                sc2->profile = PROFILE_CONSTANT;
-                sc2->records = 300;
+                scenario *sc2 = add_run(test_scenario_clean, &tls13_ciphers[i], PROFILE_CONSTANT,
+                                        300, "keyupdate.two-then-hole-%zu-records-later",
+                                        after2[k]);
                 sc2->loss = 0;
                 sc2->key_updates = 2; /* at 100 (its segment lost), 200 (the one before lost) */
                 sc2->holes_at[0] = 200 + after2[k];
                 sc2->expect_ooo_min = 5;
             }
             /* The same in the first generation, for comparison. */
-            scenario *sc = add_from(test_scenario_clean, &tls13_ciphers[i],
-                                    "keyupdate.none-hole-at-105.variable");
-            sc->profile = PROFILE_VARIABLE;
-            sc->records = 400;
+            scenario *sc = add_run(test_scenario_clean, &tls13_ciphers[i], PROFILE_VARIABLE, 400,
+                                   "keyupdate.none-hole-at-105.variable");
             sc->loss = 0;
             sc->holes_at[0] = 105;
             sc->expect_ooo_min = 5;
         }
-        scenario *sc = add_from(test_scenario_clean, &tls13_ciphers[0],
-                                "keyupdate.bidirectional.variable");
+        scenario *sc = add_run(test_scenario_clean, &tls13_ciphers[0], PROFILE_VARIABLE, 1500,
+                               "keyupdate.bidirectional.variable");
         sc->bidirectional = 1;
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 1500;
         sc->key_updates = 3;
     } else if (strcmp(group, "api") == 0) {
         g_tests[g_ntests++] = (struct CMUnitTest)cmocka_unit_test(test_api_limits);
@@ -1841,39 +1836,31 @@ static void build_group(const char *group)
                                    &tls12_cbc_ciphers[1]};
         for (size_t i = 0; i < 3; i++) {
             for (int rxc = 0; rxc < 2; rxc++) {
-                scenario *sc = add_from(test_scenario_clean, cs[i], "small-buffer.%s-receives",
-                                        rxc ? "client" : "server");
+                scenario *sc = add_run(test_scenario_clean, cs[i], PROFILE_VARIABLE, 2000,
+                                       "small-buffer.%s-receives", rxc ? "client" : "server");
                 sc->receiver_is_client = rxc;
-                sc->profile = PROFILE_VARIABLE;
-                sc->records = 2000;
                 sc->small_reads = 1;
             }
-            scenario *sc = add_from(test_scenario_clean, cs[i], "ssl_read_ex-one-record-per-call");
-            sc->profile = PROFILE_MIXED;
-            sc->records = 300;
+            scenario *sc = add_run(test_scenario_clean, cs[i], PROFILE_MIXED, 300,
+                                   "ssl_read_ex-one-record-per-call");
             sc->read_ex_share = 2;
         }
-        scenario *sc = add_from(test_scenario_clean, &tls13_ciphers[0], "small-window.mixed");
-        sc->profile = PROFILE_MIXED;
-        sc->records = 300;
+        scenario *sc = add_run(test_scenario_clean, &tls13_ciphers[0], PROFILE_MIXED, 300,
+                               "small-window.mixed");
         sc->window = 24 * 1024;
-        sc = add_from(test_scenario_clean, &tls12_aead_ciphers[0], "bidirectional.variable");
+        sc = add_run(test_scenario_clean, &tls12_aead_ciphers[0], PROFILE_VARIABLE, 1500,
+                     "bidirectional.variable");
         sc->bidirectional = 1;
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 1500;
-        sc = add_from(test_scenario_clean, &tls13_ciphers[2], "bidirectional.mixed");
+        sc = add_run(test_scenario_clean, &tls13_ciphers[2], PROFILE_MIXED, 200,
+                     "bidirectional.mixed");
         sc->bidirectional = 1;
-        sc->profile = PROFILE_MIXED;
-        sc->records = 200;
-        sc = add_from(test_scenario_clean, &tls13_ciphers[0], "mode-off.stock-behaviour");
+        sc = add_run(test_scenario_clean, &tls13_ciphers[0], PROFILE_VARIABLE, 1000,
+                     "mode-off.stock-behaviour");
         sc->mode_off = 1;
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 1000;
         sc->expect_fallback = UTLS_FALLBACK_NOT_ENABLED;
-        sc = add_from(test_scenario_clean, &tls13_ciphers[0], "heavy-loss-10pct.variable");
+        sc = add_run(test_scenario_clean, &tls13_ciphers[0], PROFILE_VARIABLE, 1500,
+                     "heavy-loss-10pct.variable");
         sc->loss = 0.10;
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 1500;
     } else if (strcmp(group, "tamper") == 0) {
         add_tamper(&tls13_ciphers[0]);
         add_tamper(&tls13_ciphers[2]);
@@ -1896,18 +1883,16 @@ static void build_group(const char *group)
                      {FORGE_MIX, "mix"}};
         for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
             for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-                scenario *sc = add_from(test_scenario_forgery, cs[i], "forgery.%s", kinds[k].name);
-                sc->profile = PROFILE_VARIABLE;
-                sc->records = 1500;
+                scenario *sc = add_run(test_scenario_forgery, cs[i], PROFILE_VARIABLE, 1500,
+                                       "forgery.%s", kinds[k].name);
                 sc->loss = 0.03;
                 sc->forge = kinds[k].kind;
                 sc->forge_rate = 0.3;
             }
         }
         /* A flood: every delivery brings three forged segments. */
-        scenario *sc = add_from(test_scenario_forgery, &tls13_ciphers[0], "forgery.flood");
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 1500;
+        scenario *sc = add_run(test_scenario_forgery, &tls13_ciphers[0], PROFILE_VARIABLE, 1500,
+                               "forgery.flood");
         sc->loss = 0.03;
         sc->forge = FORGE_HEADERS;
         sc->forge_rate = 1.0;
@@ -1915,38 +1900,32 @@ static void build_group(const char *group)
         const cipher_case *cs[] = {&tls13_ciphers[0], &tls12_aead_ciphers[1],
                                    &tls12_cbc_ciphers[3]};
         for (size_t i = 0; i < 3; i++) {
-            scenario *sc = add_from(test_scenario_clean, cs[i], "duplicates-20pct.variable");
-            sc->profile = PROFILE_VARIABLE;
-            sc->records = 2000;
+            scenario *sc = add_run(test_scenario_clean, cs[i], PROFILE_VARIABLE, 2000,
+                                   "duplicates-20pct.variable");
             sc->dup = 0.2;
-            sc = add_from(test_scenario_clean, cs[i], "conflicting-copies.variable");
-            sc->profile = PROFILE_VARIABLE;
-            sc->records = 2000;
+            sc = add_run(test_scenario_clean, cs[i], PROFILE_VARIABLE, 2000,
+                         "conflicting-copies.variable");
             sc->conflicts = 1;
-            sc = add_from(test_scenario_clean, cs[i], "conflicting-copies.mixed");
-            sc->profile = PROFILE_MIXED;
-            sc->records = 250;
+            sc = add_run(test_scenario_clean, cs[i], PROFILE_MIXED, 250,
+                         "conflicting-copies.mixed");
             sc->conflicts = 1;
             sc->dup = 0.1;
         }
     } else if (strcmp(group, "limits") == 0) {
         UTLS_LIMITS l;
         UTLS_limits_default(&l);
-        scenario *sc = add_from(test_scenario_limits, &tls13_ciphers[0], "limits.bytes-held-4k");
-        sc->profile = PROFILE_MIXED;
-        sc->records = 250;
+        scenario *sc = add_run(test_scenario_limits, &tls13_ciphers[0], PROFILE_MIXED, 250,
+                               "limits.bytes-held-4k");
         sc->limits_set = 1;
         sc->limits = l;
         sc->limits.max_bytes_held = 4096;
-        sc = add_from(test_scenario_limits, &tls13_ciphers[0], "limits.one-probe-per-record");
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 2500;
+        sc = add_run(test_scenario_limits, &tls13_ciphers[0], PROFILE_VARIABLE, 2500,
+                     "limits.one-probe-per-record");
         sc->limits_set = 1;
         sc->limits = l;
         sc->limits.max_probes_per_record = 1;
-        sc = add_from(test_scenario_forgery, &tls13_ciphers[0], "limits.forgery-tight-budget");
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 1500;
+        sc = add_run(test_scenario_forgery, &tls13_ciphers[0], PROFILE_VARIABLE, 1500,
+                     "limits.forgery-tight-budget");
         sc->loss = 0.03;
         sc->forge = FORGE_HEADERS;
         sc->forge_rate = 1.0;
@@ -1959,12 +1938,10 @@ static void build_group(const char *group)
                                    &tls12_cbc_ciphers[1]};
         for (size_t i = 0; i < 3; i++) {
             for (int rxc = 0; rxc < 2; rxc++) {
-                scenario *sc = add_from(test_scenario_clean, cs[i], "utcp.%s-receives.variable",
-                                        rxc ? "client" : "server");
+                scenario *sc = add_run(test_scenario_clean, cs[i], PROFILE_VARIABLE, 2000,
+                                       "utcp.%s-receives.variable", rxc ? "client" : "server");
                 sc->receiver_is_client = rxc;
                 sc->transport = TRANSPORT_UTCP;
-                sc->profile = PROFILE_VARIABLE;
-                sc->records = 2000;
             }
         }
     } else if (strcmp(group, "fallback") == 0) {
@@ -1974,10 +1951,9 @@ static void build_group(const char *group)
             {TLS1_2_VERSION, "ECDHE-RSA-NULL-SHA", 0, 0, "tls12.ecdhe-rsa-null-sha"},
         };
         for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++) {
-            scenario *sc = add_from(test_scenario_clean, &legacy[i], "fallback.variable");
+            scenario *sc = add_run(test_scenario_clean, &legacy[i], PROFILE_VARIABLE, 1500,
+                                   "fallback.variable");
             sc->seclevel0 = 1;
-            sc->profile = PROFILE_VARIABLE;
-            sc->records = 1500;
             sc->expect_in_order_only = 1;
             sc->expect_fallback = UTLS_FALLBACK_CIPHER;
         }
@@ -1985,11 +1961,10 @@ static void build_group(const char *group)
          * chained-IV suite), and must at least be correct. */
         static const cipher_case tls11 = {TLS1_1_VERSION, "ECDHE-RSA-AES128-SHA", 0, 0,
                                           "tls11.ecdhe-rsa-aes128-sha"};
-        scenario *sc = add_from(test_scenario_clean, &tls11, "explicit-iv.variable");
+        scenario *sc = add_run(test_scenario_clean, &tls11, PROFILE_VARIABLE, 1500,
+                               "explicit-iv.variable");
         sc->seclevel0 = 1;
         sc->accept_cipher_fallback = 1;
-        sc->profile = PROFILE_VARIABLE;
-        sc->records = 1500;
     }
 }
 

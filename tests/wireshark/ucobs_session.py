@@ -47,7 +47,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -55,6 +54,8 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+
+from tcpdump_capture import TcpdumpCapture
 
 SKIP = 77
 MAX_DATAGRAM = 65535
@@ -363,39 +364,30 @@ class Netns:
         subprocess.run(["ip", "netns", "del", self.name], stderr=subprocess.DEVNULL)
 
 
-class Capture:
+class Capture(TcpdumpCapture):
     """tcpdump --immediate-mode on the namespace's lo, stopped with SIGINT."""
 
     def __init__(self, ns, path, bpf):
-        self.path = path
-        self.errpath = path + ".log"
-        self.err = open(self.errpath, "w+")
-        self.proc = subprocess.Popen(ns.argv("tcpdump", "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
-                                             "-Z", "root", bpf),
-                                     stdout=subprocess.DEVNULL, stderr=self.err)
-        end = time.monotonic() + 10
-        while time.monotonic() < end:
-            self.err.seek(0)
-            if "listening on" in self.err.read():
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise Fail("tcpdump did not start: %s" % open(self.errpath).read())
+        super().__init__(ns.argv("tcpdump", "-i", "lo", "-w", path, "--immediate-mode", "-U", "-n",
+                                 "-Z", "root", bpf), path, path + ".log", Fail)
 
     def stop(self):
-        if self.proc.poll() is None:
-            time.sleep(0.3)
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.err.close()
+        super().stop()
         if os.path.exists(self.path):
             os.chmod(self.path, 0o644)
+
+
+def run_captured(ns, pcap, port, server_argv, server_what, client_argv, client_what):
+    """Runs server_argv (start_server) and then client_argv in |ns| while
+    tcpdump captures TCP port |port| into |pcap|; both must exit 0 (finish)."""
+    cap = Capture(ns, pcap, "tcp port %d" % port)
+    try:
+        srv = start_server(ns, server_argv)
+        cli = subprocess.Popen(ns.argv(*client_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        finish(cli, client_what)
+        finish(srv, server_what)
+    finally:
+        cap.stop()
 
 
 def start_server(ns, argv):
@@ -492,18 +484,10 @@ def run_session(ns, work, me, name, port, sport, sent):
     Returns the capture's path."""
     pcap = os.path.join(work, name + ".pcap")
     server_out, client_out = os.path.join(work, name + "-server.json"), os.path.join(work, name + "-client.json")
-    cap = Capture(ns, pcap, "tcp port %d" % port)
-    try:
-        srv = start_server(ns, me + ["serve", "--port", str(port), "--out", server_out])
-        cli = subprocess.Popen(ns.argv(*(me + ["send", "--port", str(port), "--sport", str(sport), "--input",
-                                               write_json(os.path.join(work, name + "-sent.json"),
-                                                          [d.hex() for d in sent]),
-                                               "--out", client_out])),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        finish(cli, "uCOBS sender")
-        finish(srv, "uCOBS receiver")
-    finally:
-        cap.stop()
+    sent_json = write_json(os.path.join(work, name + "-sent.json"), [d.hex() for d in sent])
+    run_captured(ns, pcap, port, me + ["serve", "--port", str(port), "--out", server_out], "uCOBS receiver",
+                 me + ["send", "--port", str(port), "--sport", str(sport), "--input", sent_json,
+                       "--out", client_out], "uCOBS sender")
     with open(server_out) as f:
         server_got = [bytes.fromhex(h) for h in json.load(f)["datagrams"]]
     with open(client_out) as f:
@@ -819,18 +803,13 @@ def cmd_run(a):
         if a.c_sender:
             pcap = os.path.join(work, "csender.pcap")
             server_out = os.path.join(work, "csender-server.json")
-            cap = Capture(ns, pcap, "tcp port %d" % PORT_CSENDER)
-            try:
-                srv = start_server(ns, me + ["serve", "--port", str(PORT_CSENDER), "--out", server_out])
-                cli = subprocess.Popen(ns.argv(a.c_sender, "send", "--mode", "ucobs", "--connect",
-                                               "127.0.0.1:%d" % PORT_CSENDER, "--count", str(C_COUNT),
-                                               "--size", str(C_SIZE), "--interval", "2", "--quiet",
-                                               "--out", os.path.join(work, "csender-send.jsonl")),
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                finish(cli, "utls-stream --mode ucobs sender")
-                finish(srv, "uCOBS receiver (for the C sender)")
-            finally:
-                cap.stop()
+            run_captured(ns, pcap, PORT_CSENDER,
+                         me + ["serve", "--port", str(PORT_CSENDER), "--out", server_out],
+                         "uCOBS receiver (for the C sender)",
+                         [a.c_sender, "send", "--mode", "ucobs", "--connect", "127.0.0.1:%d" % PORT_CSENDER,
+                          "--count", str(C_COUNT), "--size", str(C_SIZE), "--interval", "2", "--quiet",
+                          "--out", os.path.join(work, "csender-send.jsonl")],
+                         "utls-stream --mode ucobs sender")
             with open(server_out) as f:
                 got = [bytes.fromhex(h) for h in json.load(f)["datagrams"]]
             if len(got) != C_COUNT:

@@ -26,12 +26,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from tcpdump_capture import TcpdumpCapture
 
 SKIP = 77
 
@@ -74,36 +75,12 @@ def wait_port(port, timeout=15.0):
     raise Fail("nothing listens on port %d" % port)
 
 
-class Capture:
+class Capture(TcpdumpCapture):
     """tcpdump --immediate-mode -U on an interface, stopped with SIGINT."""
 
     def __init__(self, path, bpf, iface="lo", prefix=()):
-        self.path = path
-        self.errpath = path + ".tcpdump.log"
-        self.err = open(self.errpath, "w+")
-        self.proc = subprocess.Popen(list(prefix) + ["tcpdump", "-i", iface, "-w", path, "--immediate-mode",
-                                                     "-U", "-n", bpf], stdout=subprocess.DEVNULL, stderr=self.err)
-        end = time.monotonic() + 10
-        while time.monotonic() < end:
-            self.err.seek(0)
-            if "listening on" in self.err.read():
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise Fail("tcpdump did not start: %s" % open(self.errpath).read())
-
-    def stop(self):
-        if self.proc.poll() is None:
-            time.sleep(0.3)  # let the last packets reach the ring
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.err.close()
+        super().__init__(list(prefix) + ["tcpdump", "-i", iface, "-w", path, "--immediate-mode", "-U",
+                                         "-n", bpf], path, path + ".tcpdump.log", Fail)
 
 
 def lib_env(lib, fork, system, extra=None):

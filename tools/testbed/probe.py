@@ -31,6 +31,17 @@ def icmp_checksum(b):
     return ~s & 0xFFFF
 
 
+def emit(a, out):
+    """Prints the result |out| as one JSON line and, with --out, writes it to
+    that file atomically (a temporary file renamed: complete or absent)."""
+    js = json.dumps(out)
+    if a.out:
+        with open(a.out + ".tmp", "w") as f:
+            f.write(js + "\n")
+        os.rename(a.out + ".tmp", a.out)
+    print(js)
+
+
 def cmd_ping(a):
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
     ident = os.getpid() & 0xFFFF
@@ -118,12 +129,7 @@ def cmd_udp_sink(a):
     out = {"received": len(got), "expected": total, "duplicates": dup, "reordered": reordered,
            "missing_count": len(missing), "missing": missing,
            "loss_pct": 100.0 * len(missing) / total if total else 0.0}
-    js = json.dumps(out)
-    if a.out:
-        with open(a.out + ".tmp", "w") as f:
-            f.write(js + "\n")
-        os.rename(a.out + ".tmp", a.out)
-    print(js)
+    emit(a, out)
 
 
 def cmd_udp_send(a):
@@ -176,12 +182,7 @@ def cmd_tcp_sink(a):
     dt = time.monotonic() - t0
     out = {"bytes": n, "sha256": h.hexdigest(), "seconds": dt,
            "mbit_s": n * 8 / dt / 1e6 if dt else 0}
-    js = json.dumps(out)
-    if a.out:
-        with open(a.out + ".tmp", "w") as f:
-            f.write(js + "\n")
-        os.rename(a.out + ".tmp", a.out)
-    print(js)
+    emit(a, out)
 
 
 def cmd_tcp_send(a):
