@@ -395,26 +395,46 @@ static int seg_consume(seg_ctx *c, unsigned char *out, size_t n)
     return 1;
 }
 
-static int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
+/* seg_read_held is seg_read_inorder once the buffer is empty and in-order
+ * bytes are held in the store (held_inorder > 0): they are returned from
+ * there. Kept out of seg_read_inorder, which every in-order read inlines. */
+static UTLS_NOINLINE int seg_read_held(seg_ctx *c, char *out, int outl)
 {
-    uint64_t avail = seg_inorder_avail(c);
     size_t n;
 
-    BIO_clear_retry_flags(b);
-    if (avail == 0) {
-        if (c->eof_known && c->read_off >= c->eof_off)
-            return 0;
-        BIO_set_retry_read(b);
-        return -1;
-    }
     if (outl <= 0)
         return 0;
-    n = avail < (uint64_t)outl ? (size_t)avail : (size_t)outl;
+    n = c->held_inorder < (uint64_t)outl ? (size_t)c->held_inorder : (size_t)outl;
     if (!seg_consume(c, (unsigned char *)out, n)) {
         ERR_raise_data(ERR_LIB_SSL, ERR_R_INTERNAL_ERROR, "in-order bytes missing from the store");
         return -1;
     }
     return (int)n;
+}
+
+static inline int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
+{
+    size_t n;
+
+    BIO_clear_retry_flags(b);
+    if (c->inorder_len > 0) {
+        /* The common case: bytes that arrived in order, in the buffer. A
+         * read stops at its end; the next one goes on in the store. */
+        n = c->inorder_len < (size_t)outl ? c->inorder_len : (size_t)outl;
+        memcpy(out, c->inorder + c->inorder_start, n);
+        c->inorder_start += n;
+        c->inorder_len -= n;
+        c->read_off += n;
+        if (c->inorder_len == 0)
+            c->inorder_start = 0;
+        return (int)n;
+    }
+    if (c->held_inorder > 0)
+        return seg_read_held(c, out, outl);
+    if (c->eof_known && c->read_off >= c->eof_off)
+        return 0;
+    BIO_set_retry_read(b);
+    return -1;
 }
 
 /* seg_discard is UTLS_BIO_CTRL_DISCARD: passes |len| in-order bytes from

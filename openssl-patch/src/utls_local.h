@@ -266,14 +266,18 @@ typedef struct {
  * record hooks, the segment BIO's read and push): the compiler keeps them
  * together (.text.hot), so that they share instruction cache lines instead of
  * evicting OpenSSL's own record path (docs/unordered.md, PERFORMANCE).
- * UTLS_COLD marks the rare paths split off them.
+ * UTLS_COLD marks the rare paths split off them, UTLS_NOINLINE the paths
+ * split off them that are not rare (so that the hot function stays small
+ * enough to be inlined where it is called).
  */
 #if defined(__GNUC__)
 # define UTLS_HOT __attribute__((hot))
 # define UTLS_COLD __attribute__((cold, noinline))
+# define UTLS_NOINLINE __attribute__((noinline))
 #else
 # define UTLS_HOT
 # define UTLS_COLD
+# define UTLS_NOINLINE
 #endif
 
 struct utls_conn_st {

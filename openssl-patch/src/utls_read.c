@@ -1244,8 +1244,8 @@ static void utls_pump(SSL *s, utls_conn *c)
  * c->next_offset and is |wire_len| bytes long; |body| (NULL for an SSLv2
  * header) is its |body_len| bytes after the header, read for the explicit
  * nonce only. */
-static UTLS_HOT void note_record_pos(utls_conn *c, size_t wire_len, const unsigned char *body,
-                                     size_t body_len)
+static UTLS_HOT inline void note_record_pos(utls_conn *c, size_t wire_len,
+                                            const unsigned char *body, size_t body_len)
 {
     c->cur_offset = c->next_offset;
     c->cur_wire_len = wire_len;
