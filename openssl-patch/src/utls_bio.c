@@ -395,16 +395,17 @@ static int seg_consume(seg_ctx *c, unsigned char *out, size_t n)
     return 1;
 }
 
-/* seg_read_held is seg_read_inorder once the buffer is empty and in-order
- * bytes are held in the store (held_inorder > 0): they are returned from
- * there. Kept out of seg_read_inorder, which every in-order read inlines. */
+/* seg_read_held is seg_read_inorder while in-order bytes are held in the
+ * store (held_inorder > 0): the buffer's bytes, then the store's. Kept out
+ * of seg_read_inorder, which every in-order read inlines. */
 static UTLS_NOINLINE int seg_read_held(seg_ctx *c, char *out, int outl)
 {
+    uint64_t avail = seg_inorder_avail(c);
     size_t n;
 
     if (outl <= 0)
         return 0;
-    n = c->held_inorder < (uint64_t)outl ? (size_t)c->held_inorder : (size_t)outl;
+    n = avail < (uint64_t)outl ? (size_t)avail : (size_t)outl;
     if (!seg_consume(c, (unsigned char *)out, n)) {
         ERR_raise_data(ERR_LIB_SSL, ERR_R_INTERNAL_ERROR, "in-order bytes missing from the store");
         return -1;
@@ -417,9 +418,10 @@ static inline int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
     size_t n;
 
     BIO_clear_retry_flags(b);
+    if (c->held_inorder > 0)
+        return seg_read_held(c, out, outl);
     if (c->inorder_len > 0) {
-        /* The common case: bytes that arrived in order, in the buffer. A
-         * read stops at its end; the next one goes on in the store. */
+        /* The common case: bytes that arrived in order, in the buffer. */
         n = c->inorder_len < (size_t)outl ? c->inorder_len : (size_t)outl;
         memcpy(out, c->inorder + c->inorder_start, n);
         c->inorder_start += n;
@@ -429,8 +431,6 @@ static inline int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
             c->inorder_start = 0;
         return (int)n;
     }
-    if (c->held_inorder > 0)
-        return seg_read_held(c, out, outl);
     if (c->eof_known && c->read_off >= c->eof_off)
         return 0;
     BIO_set_retry_read(b);
