@@ -534,6 +534,11 @@ int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f)
     return seg_take_event(c, f);
 }
 
+int utls_segstore_discard(utls_segstore *c, uint64_t at, size_t len)
+{
+    return len <= (size_t)LONG_MAX && seg_discard(c, (long)len, &at);
+}
+
 void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset)
 {
     /* The socket has delivered up to |offset|: what the capture missed below

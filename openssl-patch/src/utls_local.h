@@ -130,6 +130,10 @@ int utls_tap_start_syn_watch(void);
 
 /* utls_segstore_take_event: see UTLS_BIO_CTRL_NEXT_FRAGMENT. */
 int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
+/* utls_segstore_discard: UTLS_BIO_CTRL_DISCARD of |len| bytes from stream
+ * offset |at| on the store behind a segment or uTCP BIO, without a
+ * BIO_ctrl(). Returns 1 if they were passed, 0 if refused (nothing changed). */
+int utls_segstore_discard(utls_segstore *c, uint64_t at, size_t len);
 
 /* Default limits (UTLS_limits_default). Each bounds an attack; see utls.h. */
 #define UTLS_DEFAULT_MAX_PROBES_PER_RECORD 64

@@ -1512,8 +1512,11 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
     nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
     memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
     /* The BIO refuses unless its read point is the body's first byte and
-     * the whole body is in order there: then nothing changed, read it. */
-    if (BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, (long)rr->length, &body_off) != 1)
+     * the whole body is in order there: then nothing changed, read it.
+     * Straight to its store when its signals name it (utls_next_fragment). */
+    if (c->sig_bio == s->rbio && c->sig->events != NULL
+            ? !utls_segstore_discard(c->sig->events, body_off, rr->length)
+            : BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, (long)rr->length, &body_off) != 1)
         return 0;
     note_record_pos(c, wire_len, nonce, nonce_len);
     /* The record is complete, its body not in the read buffer: the record
