@@ -1500,17 +1500,21 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
     /*
      * One store, same epoch (see utls_hook_skip_decrypt): the BIO's in-order
      * bytes at this offset are the very bytes authenticated as |seq|, the
-     * header just read included. The body must still be in the store (it
-     * is: the reader has not passed it, and nothing evicted it, or the epoch
-     * would have moved); its first bytes are the explicit nonce for the
-     * predictor.
+     * header just read included.
      */
     body_off = c->next_offset + SSL3_RT_HEADER_LENGTH;
-    if (!utls_reasm_find_run(c->store, &run, body_off)
-        || run.offset + run.len - body_off < rr->length)
-        return 0;
-    nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
-    memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
+    nonce_len = 0;
+    if (!c->gen_ready || c->explicit_nonce) {
+        /* The explicit nonce (TLS 1.2 AEAD) for the predictor: the body's
+         * first bytes, from the store, which still holds them (the reader has
+         * not passed them, and nothing evicted them, or the epoch would have
+         * moved). Not read otherwise: the body is not in cache. */
+        if (!utls_reasm_find_run(c->store, &run, body_off)
+            || run.offset + run.len - body_off < rr->length)
+            return 0;
+        nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
+        memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
+    }
     /* The BIO refuses unless its read point is the body's first byte and
      * the whole body is in order there: then nothing changed, read it.
      * Straight to its store when its signals name it (utls_next_fragment). */
@@ -1518,7 +1522,7 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
             ? !utls_segstore_discard(c->sig->events, body_off, rr->length)
             : BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, (long)rr->length, &body_off) != 1)
         return 0;
-    note_record_pos(c, wire_len, nonce, nonce_len);
+    note_record_pos(c, wire_len, nonce_len > 0 ? nonce : NULL, nonce_len);
     /* The record is complete, its body not in the read buffer: the record
      * layer reads the next header next. */
     rr->input = rr->data = RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH;
