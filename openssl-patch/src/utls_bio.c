@@ -440,12 +440,11 @@ static inline int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
 /* seg_discard is UTLS_BIO_CTRL_DISCARD: passes |len| in-order bytes from
  * stream offset |at| without returning them. Refused (0, nothing changed)
  * unless |at| is the read point and all |len| bytes are here. */
-static int seg_discard(seg_ctx *c, long len, const uint64_t *at)
+static int seg_discard(seg_ctx *c, uint64_t at, size_t len)
 {
-    if (at == NULL || len < 0 || *at != c->read_off || c->discard_inorder
-        || (uint64_t)len > seg_inorder_avail(c))
+    if (at != c->read_off || c->discard_inorder || (uint64_t)len > seg_inorder_avail(c))
         return 0;
-    return seg_consume(c, NULL, (size_t)len);
+    return seg_consume(c, NULL, len);
 }
 
 /* seg_take_event hands out the oldest event's bytes where the store holds
@@ -482,8 +481,11 @@ static long seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
     case UTLS_BIO_CTRL_READ_OFFSET:
         *(uint64_t *)ptr = c->read_off;
         return 1;
-    case UTLS_BIO_CTRL_DISCARD:
-        return seg_discard(c, num, ptr);
+    case UTLS_BIO_CTRL_DISCARD: {
+        const utls_bio_discard *d = ptr;
+
+        return d != NULL && seg_discard(c, d->offset, d->len);
+    }
     case UTLS_BIO_CTRL_TAKE_WAKEUP: {
         int w = c->woke;
 
@@ -536,7 +538,7 @@ int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f)
 
 int utls_segstore_discard(utls_segstore *c, uint64_t at, size_t len)
 {
-    return len <= (size_t)LONG_MAX && seg_discard(c, (long)len, &at);
+    return seg_discard(c, at, len);
 }
 
 void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset)

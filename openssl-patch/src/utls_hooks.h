@@ -96,8 +96,10 @@ int utls_hook_skip_decrypt(struct ssl_st *s, struct ssl3_record_st *rr);
  * as if decrypted (sequence number advanced), marked read and empty, the
  * record layer ready for the next header. Returns 0, changing nothing, in
  * every other case (a private copy, read-ahead bytes in the read buffer, a
- * moved epoch, bytes not all received, explicit record numbers): the body is
- * read and handled as usual. Nothing is owned.
+ * moved epoch, bytes not all received, explicit record numbers, pipelining,
+ * not the first record of the read, SSL_MODE_UNORDERED off): the body is read
+ * and handled as usual. Called only while utls_hook_may_skip(). Nothing is
+ * owned.
  */
 int utls_hook_skip_body(struct ssl_st *s, struct ssl3_record_st *rr);
 

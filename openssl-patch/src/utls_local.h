@@ -65,14 +65,18 @@ int utls_segstore_read_would_block(const utls_segstore *c);
  * when the ring holds captured segments), for callers that poll; -1 or 0
  * otherwise. */
 #define UTLS_BIO_CTRL_GET_CAPTURE_FD 0x7578
-/* UTLS_BIO_CTRL_DISCARD: ptr is a const uint64_t * holding a stream offset,
- * num a byte count. If the offset is the next byte BIO_read() would return
- * and that many in-order bytes are all here, passes them without returning
- * them and returns 1 (the SSL skips the body of a record it verified out of
- * order: utls_hook_skip_body). Otherwise returns 0 and changes nothing; the
- * caller reads the bytes as usual. Answered by the segment and uTCP BIOs
- * only (0 from any other BIO, and from the tap). */
+/* UTLS_BIO_CTRL_DISCARD: ptr is a const utls_bio_discard * (num unused). If
+ * its offset is the next byte BIO_read() would return and its len in-order
+ * bytes are all here, passes them without returning them and returns 1 (the
+ * SSL skips the body of a record it verified out of order:
+ * utls_hook_skip_body). Otherwise returns 0 and changes nothing; the caller
+ * reads the bytes as usual. Answered by the segment and uTCP BIOs only (0
+ * from any other BIO, and from the tap). */
 #define UTLS_BIO_CTRL_DISCARD 0x7579
+typedef struct {
+    uint64_t offset;
+    size_t len;
+} utls_bio_discard;
 
 /* What a fragment source tells the SSL without a call: |pending| is non-zero
  * when fragments or a wake-up may be waiting (the tap: also when its ring

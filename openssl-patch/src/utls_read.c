@@ -1475,14 +1475,18 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
     size_t i, wire_len;
     unsigned char nonce[8];
     size_t nonce_len;
+    utls_bio_discard discard;
 
     /*
      * Only where utls_hook_skip_decrypt would skip without looking at the
-     * bytes, and only for a plain header just read with nothing behind it in
-     * the read buffer (no read-ahead), no explicit record numbers (the
-     * record's number is in its body) and no SSLv2 header.
+     * bytes, and only for the first record of a read without pipelining
+     * (ssl3_get_record then reads one record), a plain header just read with
+     * nothing behind it in the read buffer (no read-ahead), no explicit record
+     * numbers (the record's number is in its body) and no SSLv2 header.
      */
-    if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || !c->offset_known
+    if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0 || s->max_pipelines > 1
+        || rr != RECORD_LAYER_get_rrec(&s->rlayer)
+        || c->ahead.n == 0 || !c->ooo_possible || !c->offset_known
         || (s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern_rx || s->enc_read_ctx == NULL
         || rr->rec_version == SSL2_VERSION || rr->type != SSL3_RT_APPLICATION_DATA
         || rr->length == 0
@@ -1518,9 +1522,11 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
     /* The BIO refuses unless its read point is the body's first byte and
      * the whole body is in order there: then nothing changed, read it.
      * Straight to its store when its signals name it (utls_next_fragment). */
+    discard.offset = body_off;
+    discard.len = rr->length;
     if (c->sig_bio == s->rbio && c->sig->events != NULL
             ? !utls_segstore_discard(c->sig->events, body_off, rr->length)
-            : BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, (long)rr->length, &body_off) != 1)
+            : BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1)
         return 0;
     note_record_pos(c, wire_len, nonce_len > 0 ? nonce : NULL, nonce_len);
     /* The record is complete, its body not in the read buffer: the record
