@@ -47,8 +47,10 @@ struct utls_segstore_st {
      * run that holds them (a run held past a hole that filled): BIO_read()
      * returns them from there, uncopied. While held_inorder > 0, in-order
      * bytes that arrive go into the store behind them, so that stream order
-     * is kept; they are moved into |inorder| (seg_spill) only before an
-     * insert that could evict from the store. */
+     * is kept; they are copied into |inorder| (seg_spill) only before an
+     * insert that could evict from the store, or before in-order bytes that
+     * would reach past the window counted from read_off (the store would
+     * drop them). */
     unsigned char *inorder;
     size_t inorder_start, inorder_len, inorder_cap;
     uint64_t held_inorder;
@@ -188,8 +190,11 @@ static UTLS_COLD int seg_spill(seg_ctx *c)
     if (c->held_inorder == 0)
         return 1;
     if (!utls_reasm_find_run(c->ooo, &run, from)
-        || run.offset + run.len - from < c->held_inorder)
-        return 0; /* cannot happen: nothing evicts these bytes */
+        || run.offset + run.len - from < c->held_inorder) {
+        /* Cannot happen: nothing evicts these bytes before they are here. */
+        ERR_raise_data(ERR_LIB_SSL, ERR_R_INTERNAL_ERROR, "in-order bytes missing from the store");
+        return 0;
+    }
     if (!seg_append_inorder(c, run.data + (from - run.offset), (size_t)c->held_inorder))
         return 0;
     c->held_inorder = 0;
