@@ -20,8 +20,10 @@
  *     store or not) are read whole, a tampered retransmission of a delivered
  *     record's bytes changes nothing, forged bytes that arrived first are
  *     never skipped (the in-order path fails on them as stock OpenSSL would),
- *     read-ahead and an eviction force the full read + decrypt path.
+ *     read-ahead and an eviction force the full read + decrypt path; the
+ *     same over TLS 1.2 AES-GCM and over the uTCP BIO.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -755,6 +759,118 @@ static void test_storeread_ssl_eviction_full_path(void **state)
     stream_free(&st);
 }
 
+/* --- The uTCP BIO ----------------------------------------------------------- */
+
+/* utcp_send writes Minion's uTCP unit for |len| bytes at stream offset
+ * |off|: flags, 32-bit offset (big-endian), data. */
+static void utcp_send(int fd, uint64_t off, const uint8_t *data, size_t len)
+{
+    uint8_t unit[5 + 32768];
+
+    assert_true(len <= sizeof(unit) - 5);
+    unit[0] = 0;
+    unit[1] = (uint8_t)(off >> 24);
+    unit[2] = (uint8_t)(off >> 16);
+    unit[3] = (uint8_t)(off >> 8);
+    unit[4] = (uint8_t)off;
+    memcpy(unit + 5, data, len);
+    assert_int_equal(send(fd, unit, 5 + len, 0), (ssize_t)(5 + len));
+}
+
+/*
+ * The same over the uTCP BIO (the segment store behind a filter reading
+ * units from a SOCK_SEQPACKET socket): records delivered early are skipped
+ * unread when the unit that fills the hole is read, and records behind them
+ * are read whole.
+ */
+static void test_storeread_utcp_skip_bodies(void **state)
+{
+    stream st;
+    UTLS_STATS s;
+    int fd[2], n;
+    uint8_t buf[65536], msg[UH_MSG_MAX];
+    BIO *f, *sock;
+
+    (void)state;
+    memset(&st, 0, sizeof(st));
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fd), 0);
+    assert_int_equal(fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) | O_NONBLOCK), 0);
+    st.p.sctx = SSL_CTX_new(TLS_server_method());
+    st.p.cctx = SSL_CTX_new(TLS_client_method());
+    assert_true(SSL_CTX_use_certificate(st.p.sctx, uh_cert)
+                && SSL_CTX_use_PrivateKey(st.p.sctx, uh_key));
+    SSL_CTX_set_min_proto_version(st.p.cctx, TLS1_3_VERSION);
+    SSL_CTX_set_num_tickets(st.p.sctx, 0);
+    st.p.c = SSL_new(st.p.cctx);
+    st.p.s = SSL_new(st.p.sctx);
+    st.p.c_in = BIO_new(BIO_s_mem());
+    st.p.c_out = BIO_new(BIO_s_mem());
+    f = BIO_new(UTLS_BIO_f_utcp());
+    sock = BIO_new_socket(fd[0], BIO_NOCLOSE);
+    assert_true(f != NULL && sock != NULL && st.p.c != NULL && st.p.s != NULL);
+    BIO_push(f, sock);
+    SSL_set_bio(st.p.c, st.p.c_in, st.p.c_out);
+    SSL_set_bio(st.p.s, f, f);
+    SSL_set_mode(st.p.s, SSL_MODE_UNORDERED);
+    SSL_set_connect_state(st.p.c);
+    SSL_set_accept_state(st.p.s);
+    for (int i = 0; i < 10; i++) {
+        SSL_do_handshake(st.p.c);
+        while ((n = BIO_read(st.p.c_out, buf, sizeof(buf))) > 0) {
+            for (int at = 0; at < n; at += 16384) {
+                int len = n - at < 16384 ? n - at : 16384;
+
+                utcp_send(fd[1], st.p.base, buf + at, (size_t)len);
+                st.p.base += (uint64_t)len;
+            }
+        }
+        SSL_do_handshake(st.p.s);
+        while ((n = (int)recv(fd[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+            BIO_write(st.p.c_in, buf, n);
+    }
+    assert_true(SSL_is_init_finished(st.p.s));
+    st.n = 10;
+    for (int r = 0; r < st.n; r++) {
+        st.plain_len[r] = rec_len(r);
+        assert_true(uh_msg_build(msg, (uint32_t)r, st.plain_len[r]));
+        assert_int_equal(SSL_write(st.p.c, msg, (int)st.plain_len[r]), (int)st.plain_len[r]);
+        n = (int)BIO_pending(st.p.c_out);
+        st.wire[r] = malloc((size_t)n);
+        assert_non_null(st.wire[r]);
+        assert_int_equal(BIO_read(st.p.c_out, st.wire[r], n), n);
+        st.wire_len[r] = (size_t)n;
+        st.off[r] = st.p.base;
+        st.p.base += (uint64_t)n;
+    }
+    for (int r = 2; r <= 5; r++)
+        utcp_send(fd[1], st.off[r], st.wire[r], st.wire_len[r]);
+    for (int k = 0; k < 4; k++) {
+        int r = read_next(&st, SSL_ERROR_WANT_READ, NULL);
+
+        assert_true(r >= 2 && r <= 5);
+    }
+    expect_nothing(&st);
+    utcp_send(fd[1], st.off[0], st.wire[0], st.wire_len[0]);
+    expect(&st, 0, 0);
+    expect_nothing(&st);
+    utcp_send(fd[1], st.off[1], st.wire[1], st.wire_len[1]);
+    for (int r = 6; r < st.n; r++)
+        utcp_send(fd[1], st.off[r], st.wire[r], st.wire_len[r]);
+    expect(&st, 1, 0);
+    for (int r = 6; r < st.n; r++)
+        expect(&st, r, 0);
+    expect_nothing(&st);
+    s = stats_of(&st);
+    assert_int_equal(s.records_out_of_order, 4);
+    assert_int_equal(s.records_skipped, 4);
+    assert_int_equal(s.bodies_skipped, 4);
+    for (int r = 0; r < st.n; r++)
+        assert_int_equal(st.delivered[r], 1);
+    stream_free(&st);
+    close(fd[0]);
+    close(fd[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -768,6 +884,7 @@ int main(void)
         cmocka_unit_test(test_storeread_ssl_forged_first_not_skipped),
         cmocka_unit_test(test_storeread_ssl_read_ahead_falls_back),
         cmocka_unit_test(test_storeread_ssl_eviction_full_path),
+        cmocka_unit_test(test_storeread_utcp_skip_bodies),
     };
 
     return cmocka_run_group_tests_name("storeread", tests, uh_identity_setup,
