@@ -53,7 +53,6 @@ struct utls_segstore_st {
      * drop them). */
     unsigned char *inorder;
     size_t inorder_start, inorder_len, inorder_cap;
-    uint64_t held_inorder;
     uint64_t read_off;
     int eof_known;
     uint64_t eof_off;
@@ -76,6 +75,9 @@ struct utls_segstore_st {
     /* The tap: contiguous bytes are not kept (the socket delivers them), only
      * the point they reach. */
     int discard_inorder;
+    /* In-order bytes held in the store, after |inorder|'s (see above). Last:
+     * the fields above keep the places the in-order path has them in. */
+    uint64_t held_inorder;
 };
 typedef struct utls_segstore_st seg_ctx;
 
@@ -277,21 +279,21 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
             if ((end + take - c->read_off > c->window || !seg_store_fits(c, take))
                 && !seg_spill(c))
                 return 0;
-        }
-        if (c->held_inorder > 0) {
-            /* The in-order stream goes on in the store: append there (the
-             * run grows in place; held bytes past it keep their values),
-             * without an eviction or a window drop (both ruled out above:
-             * the window counts from read_off). */
-            switch (seg_store_insert(c, end, data + skip, take)) {
-            case UTLS_REASM_STORED:
-            case UTLS_REASM_NO_NEW_DATA:
-                return seg_pull_contiguous(c);
-            case UTLS_REASM_DROPPED:
-            case UTLS_REASM_INVALID:
-            case UTLS_REASM_ERROR:
-            default:
-                return 0;
+            if (c->held_inorder > 0) {
+                /* The in-order stream goes on in the store: append there (the
+                 * run grows in place; held bytes past it keep their values),
+                 * without an eviction or a window drop (both ruled out above:
+                 * the window counts from read_off). */
+                switch (seg_store_insert(c, end, data + skip, take)) {
+                case UTLS_REASM_STORED:
+                case UTLS_REASM_NO_NEW_DATA:
+                    return seg_pull_contiguous(c);
+                case UTLS_REASM_DROPPED:
+                case UTLS_REASM_INVALID:
+                case UTLS_REASM_ERROR:
+                default:
+                    return 0;
+                }
             }
         }
         any_held = utls_reasm_num_fragments(c->ooo) > 0;
