@@ -915,7 +915,7 @@ static int child_main(const struct child_opts *o)
     printf("cpu_s=%.9f checksum_cpu_s=%.9f records=%zu payload=%zu record_wire=%zu "
            "segments=%zu retransmissions=%zu max_hole=%zu past_hole=%zu delivered_ooo=%zu "
            "in_order=%llu out_of_order=%llu skipped=%llu probes=%llu soft_failures=%llu "
-           "decryptions_saved=%llu fallback=%d calibration=%zu lib=%s\n",
+           "decryptions_saved=%llu bodies_skipped=%llu fallback=%d calibration=%zu lib=%s\n",
            t1 - t0, digest_s, rs->records, payload, rec_wire, sched.num_segments,
            sched.num_retransmissions, sched.max_hole_segments, sched.past_hole_segments,
            rs->delivered_out_of_order,
@@ -923,7 +923,7 @@ static int child_main(const struct child_opts *o)
            (unsigned long long)stats.records_out_of_order,
            (unsigned long long)stats.records_skipped, (unsigned long long)stats.probes,
            (unsigned long long)stats.soft_failures, (unsigned long long)stats.decryptions_saved,
-           (int)stats.fallback, num_calibration, loaded_libssl_path());
+           (unsigned long long)stats.bodies_skipped, (int)stats.fallback, num_calibration, loaded_libssl_path());
     ok = 1;
 cleanup:
     link_cleanup(&link);
@@ -948,7 +948,7 @@ struct sample {
     size_t records, payload, record_wire, segments, retransmissions, max_hole, past_hole;
     size_t delivered_ooo;
     unsigned long long in_order, out_of_order, skipped, probes, soft_failures,
-        decryptions_saved;
+        decryptions_saved, bodies_skipped;
     int fallback;
     size_t calibration;
     char lib[PATH_MAX];
@@ -986,6 +986,7 @@ static int parse_sample(const char *line, struct sample *s)
            && field(line, "probes", "%llu", &s->probes)
            && field(line, "soft_failures", "%llu", &s->soft_failures)
            && field(line, "decryptions_saved", "%llu", &s->decryptions_saved)
+           && field(line, "bodies_skipped", "%llu", &s->bodies_skipped)
            && field(line, "fallback", "%d", &s->fallback)
            && field(line, "calibration", "%zu", &s->calibration)
            && field(line, "lib", "%4095s", s->lib);
@@ -1204,11 +1205,12 @@ static void write_stats_json(FILE *f, const struct sample *s, const char *indent
             "%s\"record_wire_bytes\": %zu,\n"
             "%s\"records_in_order\": %llu,\n%s\"records_out_of_order\": %llu,\n"
             "%s\"records_skipped\": %llu,\n%s\"probes\": %llu,\n%s\"soft_failures\": %llu,\n"
-            "%s\"decryptions_saved\": %llu,\n%s\"retransmissions\": %zu,\n",
+            "%s\"decryptions_saved\": %llu,\n%s\"bodies_skipped\": %llu,\n"
+            "%s\"retransmissions\": %zu,\n",
             indent, s->records, indent, s->calibration, indent, s->record_wire, indent,
             s->in_order, indent,
             s->out_of_order, indent, s->skipped, indent, s->probes, indent, s->soft_failures,
-            indent, s->decryptions_saved, indent, s->retransmissions);
+            indent, s->decryptions_saved, indent, s->bodies_skipped, indent, s->retransmissions);
     if (s->out_of_order > 0) {
         fprintf(f, "%s\"probes_per_ooo_record\": %.4f\n", indent,
                 (double)s->probes / (double)s->out_of_order);

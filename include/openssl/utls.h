@@ -275,6 +275,9 @@ typedef struct utls_stats_st {
     uint64_t decryptions_saved;     /* skipped records whose in-order bytes
                                      * equalled the bytes authenticated out of
                                      * order, so were not decrypted twice */
+    uint64_t bodies_skipped;        /* of those, skipped without even reading
+                                     * their body: the read BIO still held it
+                                     * unchanged (segment and uTCP BIOs) */
     UTLS_FALLBACK fallback;
 } UTLS_STATS;
 

@@ -4,12 +4,16 @@
  * Both stand where a TCP socket would. They keep a receive buffer like the
  * kernel's: bytes contiguous from the read point are returned by BIO_read()
  * (the authoritative in-order stream), bytes past a hole wait in a sparse
- * store until the hole fills. Bytes past a hole are also queued as fragment
+ * store until the hole fills. When it fills, the run held past it is not
+ * copied: the in-order stream goes on in the store, and BIO_read() returns
+ * those bytes from there (store-backed in-order bytes, seg_read_inorder).
+ * Bytes past a hole are also queued as fragment
  * events, which the SSL takes through UTLS_BIO_CTRL_NEXT_FRAGMENT to deliver
  * records early. The segment BIO gets segments from the caller; the uTCP BIO
  * reads Minion's uTCP units (flags, 32-bit TCP sequence offset, data) from
  * the next BIO in its chain.
  */
+#include <limits.h>
 #include <string.h>
 
 #include <openssl/bio.h>
@@ -38,7 +42,15 @@ typedef struct {
 } seg_event;
 
 struct utls_segstore_st {
-    /* In-order bytes: stream offsets [read_off, read_off + inorder_len). */
+    /* In-order bytes: stream offsets [read_off, read_off + inorder_len) in
+     * |inorder|, then [read_off + inorder_len, + held_inorder) in the store's
+     * run that holds them (a run held past a hole that filled): BIO_read()
+     * returns them from there, uncopied. While held_inorder > 0, in-order
+     * bytes that arrive go into the store behind them, so that stream order
+     * is kept; they are copied into |inorder| (seg_spill) only before an
+     * insert that could evict from the store, or before in-order bytes that
+     * would reach past the window counted from read_off (the store would
+     * drop them). */
     unsigned char *inorder;
     size_t inorder_start, inorder_len, inorder_cap;
     uint64_t read_off;
@@ -63,12 +75,21 @@ struct utls_segstore_st {
     /* The tap: contiguous bytes are not kept (the socket delivers them), only
      * the point they reach. */
     int discard_inorder;
+    /* In-order bytes held in the store, after |inorder|'s (see above). Last:
+     * the fields above keep the places the in-order path has them in. */
+    uint64_t held_inorder;
 };
 typedef struct utls_segstore_st seg_ctx;
 
 static uint64_t seg_inorder_end(const seg_ctx *c)
 {
-    return c->read_off + c->inorder_len;
+    return c->read_off + c->inorder_len + c->held_inorder;
+}
+
+/* seg_inorder_avail: in-order bytes BIO_read() can return now. */
+static uint64_t seg_inorder_avail(const seg_ctx *c)
+{
+    return c->inorder_len + c->held_inorder;
 }
 
 static int seg_reserve(unsigned char **buf, size_t *cap, size_t need)
@@ -130,10 +151,11 @@ static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t ar
     c->sig.pending = c->ev_count + (size_t)c->woke;
 }
 
-/* seg_pull_contiguous copies bytes from the sparse store that became
- * contiguous with the in-order end. They stay in the store until BIO_read()
- * returns them (seg_read_inorder): the SSL may still scan them, as it would
- * its own copy. */
+/* seg_pull_contiguous makes the bytes of the sparse store that became
+ * contiguous with the in-order end part of the in-order stream, without
+ * copying them: they stay in the store, and BIO_read() returns them from
+ * there (seg_read_inorder). The SSL may still scan them, and skips records
+ * it verified there unread (UTLS_BIO_CTRL_DISCARD). */
 static int seg_pull_contiguous(seg_ctx *c)
 {
     utls_reasm_run run;
@@ -145,14 +167,49 @@ static int seg_pull_contiguous(seg_ctx *c)
 
     /* Runs never touch, so at most one run holds the in-order end. */
     if (utls_reasm_find_run(c->ooo, &run, end)) {
-        size_t skip = (size_t)(end - run.offset);
+        uint64_t grow = run.offset + run.len - end;
 
-        if (!seg_append_inorder(c, run.data + skip, run.len - skip))
-            return 0;
+        if (c->discard_inorder)
+            c->read_off += grow; /* the tap keeps no in-order bytes */
+        else
+            c->held_inorder += grow;
     }
-    /* The tap keeps no in-order bytes: what it held is returned at once. */
+    /* The tap: what it held is returned at once. */
     utls_reasm_advance(c->ooo, c->read_off);
     return 1;
+}
+
+/* seg_spill copies the store-backed in-order bytes into |inorder| (behind
+ * the bytes already there: stream order is kept), so that an insert may
+ * evict from the store without losing a byte of the in-order stream. The
+ * store keeps its copy until the reader passes it, as before. Rare: only
+ * when the store is at a limit. */
+static UTLS_COLD int seg_spill(seg_ctx *c)
+{
+    utls_reasm_run run;
+    uint64_t from = c->read_off + c->inorder_len;
+
+    if (c->held_inorder == 0)
+        return 1;
+    if (!utls_reasm_find_run(c->ooo, &run, from)
+        || run.offset + run.len - from < c->held_inorder) {
+        /* Cannot happen: nothing evicts these bytes before they are here. */
+        ERR_raise_data(ERR_LIB_SSL, ERR_R_INTERNAL_ERROR, "in-order bytes missing from the store");
+        return 0;
+    }
+    if (!seg_append_inorder(c, run.data + (from - run.offset), (size_t)c->held_inorder))
+        return 0;
+    c->held_inorder = 0;
+    return 1;
+}
+
+/* seg_store_fits: inserting |len| bytes cannot make the store evict (it
+ * evicts only past max_bytes = window, or past UTLS_SEG_MAX_RUNS runs; one
+ * insert adds at most one run). */
+static int seg_store_fits(const seg_ctx *c, size_t len)
+{
+    return utls_reasm_bytes_held(c->ooo) + len <= c->window
+        && utls_reasm_num_fragments(c->ooo) < UTLS_SEG_MAX_RUNS;
 }
 
 /* seg_first_held finds the first held run at or past the in-order end. */
@@ -176,9 +233,12 @@ static utls_reasm_result seg_store_insert(seg_ctx *c, uint64_t offset, const uns
      * taken yet stay (seg_pull_contiguous), and its window counts from there
      * as a TCP receive window does. */
     utls_reasm_advance(c->ooo, c->read_off);
-    if (utls_reasm_bytes_held(c->ooo) + len <= c->window
-        && utls_reasm_num_fragments(c->ooo) < UTLS_SEG_MAX_RUNS)
+    if (seg_store_fits(c, len))
         return utls_reasm_insert(c->ooo, offset, data, len); /* no limit reached: no eviction */
+    /* Eviction takes the farthest bytes first, but may reach the in-order
+     * run at the bottom: copy the in-order bytes out of the store first. */
+    if (!seg_spill(c))
+        return UTLS_REASM_ERROR;
     utls_reasm_get_stats(c->ooo, &before);
     r = utls_reasm_insert(c->ooo, offset, data, len);
     utls_reasm_get_stats(c->ooo, &after);
@@ -212,8 +272,31 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
     if (offset <= end) {
         /* At or straddling the in-order end: TCP would deliver it now. */
         size_t skip = (size_t)(end - offset), take = len - skip;
+        int any_held;
 
-        int any_held = utls_reasm_num_fragments(c->ooo) > 0;
+        if (c->held_inorder > 0) {
+            utls_reasm_advance(c->ooo, c->read_off); /* what was read is not held */
+            if ((end + take - c->read_off > c->window || !seg_store_fits(c, take))
+                && !seg_spill(c))
+                return 0;
+            if (c->held_inorder > 0) {
+                /* The in-order stream goes on in the store: append there (the
+                 * run grows in place; held bytes past it keep their values),
+                 * without an eviction or a window drop (both ruled out above:
+                 * the window counts from read_off). */
+                switch (seg_store_insert(c, end, data + skip, take)) {
+                case UTLS_REASM_STORED:
+                case UTLS_REASM_NO_NEW_DATA:
+                    return seg_pull_contiguous(c);
+                case UTLS_REASM_DROPPED:
+                case UTLS_REASM_INVALID:
+                case UTLS_REASM_ERROR:
+                default:
+                    return 0;
+                }
+            }
+        }
+        any_held = utls_reasm_num_fragments(c->ooo) > 0;
 
         if (any_held && seg_first_held(c, end, &held) && held.offset < offset + len) {
             /* It reaches bytes held past the hole. Those keep the values they
@@ -284,27 +367,91 @@ static void seg_ctx_free(seg_ctx *c)
     OPENSSL_free(c);
 }
 
-static int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
+/* seg_consume passes |n| in-order bytes (n <= seg_inorder_avail), copying
+ * them to |out| unless it is NULL. Returns 1, or 0 if the store no longer
+ * holds bytes it should (cannot happen: see seg_spill). */
+static int seg_consume(seg_ctx *c, unsigned char *out, size_t n)
+{
+    size_t k = c->inorder_len < n ? c->inorder_len : n;
+    utls_reasm_run run;
+
+    if (k > 0) {
+        if (out != NULL)
+            memcpy(out, c->inorder + c->inorder_start, k);
+        c->inorder_start += k;
+        c->inorder_len -= k;
+        c->read_off += k;
+        if (c->inorder_len == 0)
+            c->inorder_start = 0;
+        n -= k;
+        if (out != NULL)
+            out += k;
+    }
+    if (n == 0)
+        return 1;
+    /* Store-backed: one run holds [read_off, read_off + held_inorder). */
+    if (!utls_reasm_find_run(c->ooo, &run, c->read_off)
+        || run.offset + run.len - c->read_off < n)
+        return 0;
+    if (out != NULL)
+        memcpy(out, run.data + (c->read_off - run.offset), n);
+    c->read_off += n;
+    c->held_inorder -= n;
+    /* Held bytes returned now are the reader's; the store lets them go at its
+     * next insert (seg_store_insert), not on every read. */
+    return 1;
+}
+
+/* seg_read_held is seg_read_inorder while in-order bytes are held in the
+ * store (held_inorder > 0): the buffer's bytes, then the store's. Kept out
+ * of seg_read_inorder, which every in-order read inlines. */
+static UTLS_NOINLINE int seg_read_held(seg_ctx *c, char *out, int outl)
+{
+    uint64_t avail = seg_inorder_avail(c);
+    size_t n;
+
+    if (outl <= 0)
+        return 0;
+    n = avail < (uint64_t)outl ? (size_t)avail : (size_t)outl;
+    if (!seg_consume(c, (unsigned char *)out, n)) {
+        ERR_raise_data(ERR_LIB_SSL, ERR_R_INTERNAL_ERROR, "in-order bytes missing from the store");
+        return -1;
+    }
+    return (int)n;
+}
+
+static inline int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
 {
     size_t n;
 
     BIO_clear_retry_flags(b);
-    if (c->inorder_len == 0) {
-        if (c->eof_known && c->read_off >= c->eof_off)
-            return 0;
-        BIO_set_retry_read(b);
-        return -1;
+    if (c->held_inorder > 0)
+        return seg_read_held(c, out, outl);
+    if (c->inorder_len > 0) {
+        /* The common case: bytes that arrived in order, in the buffer. */
+        n = c->inorder_len < (size_t)outl ? c->inorder_len : (size_t)outl;
+        memcpy(out, c->inorder + c->inorder_start, n);
+        c->inorder_start += n;
+        c->inorder_len -= n;
+        c->read_off += n;
+        if (c->inorder_len == 0)
+            c->inorder_start = 0;
+        return (int)n;
     }
-    n = c->inorder_len < (size_t)outl ? c->inorder_len : (size_t)outl;
-    memcpy(out, c->inorder + c->inorder_start, n);
-    c->inorder_start += n;
-    c->inorder_len -= n;
-    c->read_off += n;
-    if (c->inorder_len == 0)
-        c->inorder_start = 0;
-    /* Held bytes returned now are the reader's; the store lets them go at its
-     * next insert (seg_store_insert), not on every read. */
-    return (int)n;
+    if (c->eof_known && c->read_off >= c->eof_off)
+        return 0;
+    BIO_set_retry_read(b);
+    return -1;
+}
+
+/* seg_discard is UTLS_BIO_CTRL_DISCARD: passes |len| in-order bytes from
+ * stream offset |at| without returning them. Refused (0, nothing changed)
+ * unless |at| is the read point and all |len| bytes are here. */
+static int seg_discard(seg_ctx *c, uint64_t at, size_t len)
+{
+    if (at != c->read_off || c->discard_inorder || (uint64_t)len > seg_inorder_avail(c))
+        return 0;
+    return seg_consume(c, NULL, len);
 }
 
 /* seg_take_event hands out the oldest event's bytes where the store holds
@@ -341,6 +488,11 @@ static long seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
     case UTLS_BIO_CTRL_READ_OFFSET:
         *(uint64_t *)ptr = c->read_off;
         return 1;
+    case UTLS_BIO_CTRL_DISCARD: {
+        const utls_bio_discard *d = ptr;
+
+        return d != NULL && seg_discard(c, d->offset, d->len);
+    }
     case UTLS_BIO_CTRL_TAKE_WAKEUP: {
         int w = c->woke;
 
@@ -351,10 +503,13 @@ static long seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
     case UTLS_BIO_CTRL_GET_SIGNALS:
         *(const utls_bio_signals **)ptr = &c->sig;
         return 1;
-    case BIO_CTRL_PENDING:
-        return (long)c->inorder_len;
+    case BIO_CTRL_PENDING: {
+        uint64_t avail = seg_inorder_avail(c);
+
+        return avail > (uint64_t)LONG_MAX ? LONG_MAX : (long)avail;
+    }
     case BIO_CTRL_EOF:
-        return c->eof_known && c->read_off >= c->eof_off && c->inorder_len == 0;
+        return c->eof_known && c->read_off >= c->eof_off && seg_inorder_avail(c) == 0;
     default:
         (void)num;
         return 0;
@@ -388,6 +543,11 @@ int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f)
     return seg_take_event(c, f);
 }
 
+int utls_segstore_discard(utls_segstore *c, uint64_t at, size_t len)
+{
+    return seg_discard(c, at, len);
+}
+
 void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset)
 {
     /* The socket has delivered up to |offset|: what the capture missed below
@@ -411,7 +571,7 @@ size_t utls_segstore_num_events(const utls_segstore *c)
 
 int utls_segstore_read_would_block(const utls_segstore *c)
 {
-    return c->inorder_len == 0 && !(c->eof_known && c->read_off >= c->eof_off);
+    return seg_inorder_avail(c) == 0 && !(c->eof_known && c->read_off >= c->eof_off);
 }
 
 /* --- BIO methods ------------------------------------------------------------ */
@@ -684,7 +844,7 @@ static int utcp_read(BIO *b, char *out, int outl)
     int r;
 
     BIO_clear_retry_flags(b);
-    while (c->inorder_len == 0) {
+    while (seg_inorder_avail(c) == 0) {
         uint64_t before = c->ev_count;
 
         if (c->eof_known && c->read_off >= c->eof_off)
@@ -698,7 +858,7 @@ static int utcp_read(BIO *b, char *out, int outl)
         }
         if (r < 0)
             return -1; /* retry flags copied from the next BIO */
-        if (c->inorder_len == 0 && c->ev_count > before) {
+        if (seg_inorder_avail(c) == 0 && c->ev_count > before) {
             /* Data past a hole: give the SSL a chance to deliver it. */
             c->woke = 1;
             c->sig.pending = c->ev_count + 1;
@@ -731,6 +891,7 @@ static long utcp_ctrl(BIO *b, int cmd, long num, void *ptr)
     switch (cmd) {
     case UTLS_BIO_CTRL_NEXT_FRAGMENT:
     case UTLS_BIO_CTRL_READ_OFFSET:
+    case UTLS_BIO_CTRL_DISCARD:
     case UTLS_BIO_CTRL_TAKE_WAKEUP:
     case UTLS_BIO_CTRL_GET_SIGNALS:
     case BIO_CTRL_PENDING:

@@ -86,6 +86,24 @@ int utls_hook_record_done(struct ssl_st *s, struct ssl3_record_st *rr);
 int utls_hook_skip_decrypt(struct ssl_st *s, struct ssl3_record_st *rr);
 
 /*
+ * utls_hook_skip_body: ssl3_get_record, once the header of the next record
+ * |rr| is parsed (type, version, length) and before its body is read.
+ * Returns 1 if the record is the next in sequence, was already delivered out
+ * of order from the read BIO's own store at this very offset and length, the
+ * store's epoch has not moved since (so the bytes the in-order path would
+ * read are those authenticated then), and the BIO passed the body's bytes
+ * unread (UTLS_BIO_CTRL_DISCARD). The record is then complete: accounted for
+ * as if decrypted (sequence number advanced), marked read and empty, the
+ * record layer ready for the next header. Returns 0, changing nothing, in
+ * every other case (a private copy, read-ahead bytes in the read buffer, a
+ * moved epoch, bytes not all received, explicit record numbers, pipelining,
+ * not the first record of the read, SSL_MODE_UNORDERED off): the body is read
+ * and handled as usual. Called only while utls_hook_may_skip(). Nothing is
+ * owned.
+ */
+int utls_hook_skip_body(struct ssl_st *s, struct ssl3_record_st *rr);
+
+/*
  * ssl3_read_bytes, before the in-order path and again when the in-order read
  * would block: returns UTLS_HOOK_HANDLED when it handled the read (delivered
  * an out-of-order record, or failed) with the value ssl3_read_bytes must

@@ -65,6 +65,18 @@ int utls_segstore_read_would_block(const utls_segstore *c);
  * when the ring holds captured segments), for callers that poll; -1 or 0
  * otherwise. */
 #define UTLS_BIO_CTRL_GET_CAPTURE_FD 0x7578
+/* UTLS_BIO_CTRL_DISCARD: ptr is a const utls_bio_discard * (num unused). If
+ * its offset is the next byte BIO_read() would return and its len in-order
+ * bytes are all here, passes them without returning them and returns 1 (the
+ * SSL skips the body of a record it verified out of order:
+ * utls_hook_skip_body). Otherwise returns 0 and changes nothing; the caller
+ * reads the bytes as usual. Answered by the segment and uTCP BIOs only (0
+ * from any other BIO, and from the tap). */
+#define UTLS_BIO_CTRL_DISCARD 0x7579
+typedef struct {
+    uint64_t offset;
+    size_t len;
+} utls_bio_discard;
 
 /* What a fragment source tells the SSL without a call: |pending| is non-zero
  * when fragments or a wake-up may be waiting (the tap: also when its ring
@@ -122,6 +134,10 @@ int utls_tap_start_syn_watch(void);
 
 /* utls_segstore_take_event: see UTLS_BIO_CTRL_NEXT_FRAGMENT. */
 int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);
+/* utls_segstore_discard: UTLS_BIO_CTRL_DISCARD of |len| bytes from stream
+ * offset |at| on the store behind a segment or uTCP BIO, without a
+ * BIO_ctrl(). Returns 1 if they were passed, 0 if refused (nothing changed). */
+int utls_segstore_discard(utls_segstore *c, uint64_t at, size_t len);
 
 /* Default limits (UTLS_limits_default). Each bounds an attack; see utls.h. */
 #define UTLS_DEFAULT_MAX_PROBES_PER_RECORD 64
@@ -258,14 +274,18 @@ typedef struct {
  * record hooks, the segment BIO's read and push): the compiler keeps them
  * together (.text.hot), so that they share instruction cache lines instead of
  * evicting OpenSSL's own record path (docs/unordered.md, PERFORMANCE).
- * UTLS_COLD marks the rare paths split off them.
+ * UTLS_COLD marks the rare paths split off them, UTLS_NOINLINE the paths
+ * split off them that are not rare (so that the hot function stays small
+ * enough to be inlined where it is called).
  */
 #if defined(__GNUC__)
 # define UTLS_HOT __attribute__((hot))
 # define UTLS_COLD __attribute__((cold, noinline))
+# define UTLS_NOINLINE __attribute__((noinline))
 #else
 # define UTLS_HOT
 # define UTLS_COLD
+# define UTLS_NOINLINE
 #endif
 
 struct utls_conn_st {

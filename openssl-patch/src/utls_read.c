@@ -1242,6 +1242,27 @@ static void utls_pump(SSL *s, utls_conn *c)
 
 /* --- Hooks --------------------------------------------------------------- */
 
+/* note_record_pos notes that the record read in order now starts at
+ * c->next_offset and is |wire_len| bytes long; |body| (NULL for an SSLv2
+ * header) is its |body_len| bytes after the header, read for the explicit
+ * nonce only. */
+static UTLS_HOT inline void note_record_pos(utls_conn *c, size_t wire_len,
+                                            const unsigned char *body, size_t body_len)
+{
+    c->cur_offset = c->next_offset;
+    c->cur_wire_len = wire_len;
+    c->cur_has_nonce = 0;
+    /* The nonce matters only to ciphers with an explicit one (known once the
+     * key's out-of-order state is set up, in utls_hook_record_done). */
+    if ((!c->gen_ready || c->explicit_nonce) && body_len >= 8 && body != NULL) {
+        c->cur_has_nonce = 1;
+        c->cur_nonce = be64(body);
+    }
+    c->next_offset += wire_len;
+    /* ssl3_get_record calls utls_hook_skip_decrypt only if this is set. */
+    c->hooks.may_skip = c->ahead.n > 0 && c->ooo_possible;
+}
+
 UTLS_HOT void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c = s->utls != NULL ? s->utls : utls_conn_get(s);
@@ -1261,19 +1282,11 @@ UTLS_HOT void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
             c->next_offset = 0;
         c->offset_known = 1;
     }
-    c->cur_offset = c->next_offset;
-    c->cur_wire_len = hdr + rr->length;
-    c->cur_has_nonce = 0;
-    /* The nonce matters only to ciphers with an explicit one (known once the
-     * key's out-of-order state is set up, in utls_hook_record_done). */
-    if ((!c->gen_ready || c->explicit_nonce) && rr->length >= 8
-        && rr->rec_version != SSL2_VERSION) {
-        c->cur_has_nonce = 1;
-        c->cur_nonce = be64(RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH);
-    }
-    c->next_offset += c->cur_wire_len;
-    /* ssl3_get_record calls utls_hook_skip_decrypt only if this is set. */
-    c->hooks.may_skip = c->ahead.n > 0 && c->ooo_possible;
+    note_record_pos(c, hdr + rr->length,
+                    rr->rec_version != SSL2_VERSION
+                        ? RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH
+                        : NULL,
+                    rr->length);
 }
 
 /* note_inorder_anchor notes the in-order record just authenticated as |seq|
@@ -1402,13 +1415,33 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     return 1;
 }
 
+/* skip_mark_read accounts for the in-order record |rr|, already delivered
+ * out of order, as if decrypted (the read sequence number counts it) and
+ * marks it read and empty; then utls_hook_record_done skips it. */
+static void skip_mark_read(SSL *s, utls_conn *c, SSL3_RECORD *rr)
+{
+    unsigned char *rseq = RECORD_LAYER_get_read_sequence(&s->rlayer);
+    size_t i;
+
+    for (i = SEQ_NUM_SIZE; i > 0; i--)
+        if (++rseq[i - 1] != 0)
+            break;
+    rr->type = SSL3_RT_APPLICATION_DATA;
+    rr->length = 0;
+    rr->off = 0;
+    rr->read = 1;
+    RECORD_LAYER_reset_empty_record_count(&s->rlayer);
+    RECORD_LAYER_set_numrpipes(&s->rlayer, 1);
+    c->stats.decryptions_saved++;
+    utls_hook_record_done(s, rr); /* anchors, stores, and the skip itself */
+}
+
 int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c = s->utls;
     utls_reasm_run run;
     uint64_t seq;
     size_t i;
-    unsigned char *rseq;
 
     if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || rr->rec_version == SSL2_VERSION)
         return 0;
@@ -1447,19 +1480,81 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
          */
         return 0;
     }
-    /* As if decrypted: the sequence number counts the record. */
-    rseq = RECORD_LAYER_get_read_sequence(&s->rlayer);
-    for (i = SEQ_NUM_SIZE; i > 0; i--)
-        if (++rseq[i - 1] != 0)
-            break;
-    rr->type = SSL3_RT_APPLICATION_DATA;
-    rr->length = 0;
-    rr->off = 0;
-    rr->read = 1;
-    RECORD_LAYER_reset_empty_record_count(&s->rlayer);
-    RECORD_LAYER_set_numrpipes(&s->rlayer, 1);
-    c->stats.decryptions_saved++;
-    utls_hook_record_done(s, rr); /* anchors, stores, and the skip itself */
+    skip_mark_read(s, c, rr);
+    return 1;
+}
+
+int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
+{
+    utls_conn *c = s->utls;
+    utls_reasm_run run;
+    uint64_t seq, body_off;
+    size_t i, wire_len;
+    unsigned char nonce[8];
+    size_t nonce_len;
+    utls_bio_discard discard;
+
+    /*
+     * Only where utls_hook_skip_decrypt would skip without looking at the
+     * bytes, and only for the first record of a read without pipelining
+     * (ssl3_get_record then reads one record), a plain header just read with
+     * nothing behind it in the read buffer (no read-ahead), no explicit record
+     * numbers (the record's number is in its body) and no SSLv2 header.
+     */
+    if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0 || s->max_pipelines > 1
+        || rr != RECORD_LAYER_get_rrec(&s->rlayer)
+        || c->ahead.n == 0 || !c->ooo_possible || !c->offset_known
+        || (s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern_rx || s->enc_read_ctx == NULL
+        || rr->rec_version == SSL2_VERSION || rr->type != SSL3_RT_APPLICATION_DATA
+        || rr->length == 0
+        || RECORD_LAYER_get_packet_length(&s->rlayer) != SSL3_RT_HEADER_LENGTH
+        || SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer)) != 0)
+        return 0;
+    wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
+    seq = utls_inorder_seq(s);
+    i = seqset_lower(&c->ahead, seq);
+    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->next_offset
+        || c->ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c) || !c->store_shared
+        || c->sig == NULL || c->ahead.epoch[i] == UTLS_NO_EPOCH
+        || c->ahead.epoch[i] != c->sig->store_epoch)
+        return 0;
+    /*
+     * One store, same epoch (see utls_hook_skip_decrypt): the BIO's in-order
+     * bytes at this offset are the very bytes authenticated as |seq|, the
+     * header just read included.
+     */
+    body_off = c->next_offset + SSL3_RT_HEADER_LENGTH;
+    nonce_len = 0;
+    if (!c->gen_ready || c->explicit_nonce) {
+        /* The explicit nonce (TLS 1.2 AEAD) for the predictor: the body's
+         * first bytes, from the store, which still holds them (the reader has
+         * not passed them, and nothing evicted them, or the epoch would have
+         * moved). Not read otherwise: the body is not in cache. */
+        if (!utls_reasm_find_run(c->store, &run, body_off)
+            || run.offset + run.len - body_off < rr->length)
+            return 0;
+        nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
+        memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
+    }
+    /* The BIO refuses unless its read point is the body's first byte and
+     * the whole body is in order there: then nothing changed, read it.
+     * Straight to its store when its signals name it (utls_next_fragment). */
+    discard.offset = body_off;
+    discard.len = rr->length;
+    if (c->sig_bio == s->rbio && c->sig->events != NULL
+            ? !utls_segstore_discard(c->sig->events, body_off, rr->length)
+            : BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1)
+        return 0;
+    note_record_pos(c, wire_len, nonce_len > 0 ? nonce : NULL, nonce_len);
+    /* The record is complete, its body not in the read buffer: the record
+     * layer reads the next header next. */
+    rr->input = rr->data = RECORD_LAYER_get_packet(&s->rlayer) + SSL3_RT_HEADER_LENGTH;
+    rr->orig_len = 0;
+    RECORD_LAYER_set_rstate(&s->rlayer, SSL_ST_READ_HEADER);
+    RECORD_LAYER_reset_packet_length(&s->rlayer);
+    RECORD_LAYER_clear_first_record(&s->rlayer);
+    c->stats.bodies_skipped++;
+    skip_mark_read(s, c, rr);
     return 1;
 }
 
@@ -1478,6 +1573,10 @@ static void ready_info(utls_conn *c, const utls_ready_record *r)
 /* Remembers ready record |r| as delivered, so the in-order path skips it. */
 static int mark_delivered(utls_conn *c, const utls_ready_record *r)
 {
+    /* The next in-order record may be one: ssl3_get_record asks (it tests
+     * may_skip before reading the body, utls_hook_skip_body). */
+    if (r->gen == c->gen)
+        c->hooks.may_skip = c->ooo_possible;
     return seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset,
                       r->wire_len, r->store_epoch);
 }
