@@ -333,46 +333,10 @@ static size_t rec_len(int r)
 }
 
 /* tls12_pair_new is uh_seg_pair_new for TLS 1.2 with the suite |cipher|
- * (the harness's pair is TLS 1.3). */
+ * (the harness's default pair is TLS 1.3). */
 static void tls12_pair_new(uh_seg_pair *p, const char *cipher, long server_mode)
 {
-    uint8_t buf[65536];
-    int n;
-
-    memset(p, 0, sizeof(*p));
-    p->sctx = SSL_CTX_new(TLS_server_method());
-    p->cctx = SSL_CTX_new(TLS_client_method());
-    assert_non_null(p->sctx);
-    assert_non_null(p->cctx);
-    assert_true(SSL_CTX_use_certificate(p->sctx, uh_cert)
-                && SSL_CTX_use_PrivateKey(p->sctx, uh_key));
-    assert_true(SSL_CTX_set_max_proto_version(p->cctx, TLS1_2_VERSION));
-    assert_true(SSL_CTX_set_cipher_list(p->cctx, cipher));
-    p->c = SSL_new(p->cctx);
-    p->s = SSL_new(p->sctx);
-    p->c_in = BIO_new(BIO_s_mem());
-    p->c_out = BIO_new(BIO_s_mem());
-    p->seg = BIO_new(UTLS_BIO_s_segment());
-    assert_true(p->c != NULL && p->s != NULL && p->c_in != NULL && p->c_out != NULL
-                && p->seg != NULL);
-    SSL_set_bio(p->c, p->c_in, p->c_out);
-    SSL_set_bio(p->s, p->seg, p->seg);
-    SSL_set_mode(p->s, server_mode);
-    SSL_set_connect_state(p->c);
-    SSL_set_accept_state(p->s);
-    for (int i = 0; i < 10; i++) {
-        size_t k;
-
-        SSL_do_handshake(p->c);
-        SSL_do_handshake(p->s);
-        while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0) {
-            assert_true(UTLS_BIO_segment_push(p->seg, p->base, buf, (size_t)n));
-            p->base += (uint64_t)n;
-        }
-        while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0)
-            BIO_write(p->c_in, buf, (int)k);
-    }
-    assert_true(SSL_is_init_finished(p->s));
+    assert_true(uh_seg_pair_new_tls12(p, uh_key, uh_cert, (uint64_t)server_mode, cipher));
     assert_int_equal(SSL_version(p->s), TLS1_2_VERSION);
 }
 

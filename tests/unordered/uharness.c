@@ -91,6 +91,12 @@ int uh_msg_check(const uint8_t *msg, size_t len, uint32_t *out_index)
 
 int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode)
 {
+    return uh_seg_pair_new_tls12(p, key, cert, server_mode, NULL);
+}
+
+int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode,
+                          const char *tls12_cipher)
+{
     uint8_t buf[65536];
     int n;
 
@@ -101,8 +107,13 @@ int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_m
         || !SSL_CTX_use_PrivateKey(p->sctx, key)) {
         return 0;
     }
-    SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
-    SSL_CTX_set_num_tickets(p->sctx, 0);
+    if (tls12_cipher == NULL) {
+        SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
+        SSL_CTX_set_num_tickets(p->sctx, 0);
+    } else if (!SSL_CTX_set_max_proto_version(p->cctx, TLS1_2_VERSION)
+               || !SSL_CTX_set_cipher_list(p->cctx, tls12_cipher)) {
+        return 0;
+    }
     p->c = SSL_new(p->cctx);
     p->s = SSL_new(p->sctx);
     p->c_in = BIO_new(BIO_s_mem());
@@ -122,8 +133,8 @@ int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_m
     }
     SSL_set_connect_state(p->c);
     SSL_set_accept_state(p->s);
-    /* Ten rounds are more than a TLS 1.3 handshake needs (two flights each
-     * way); a handshake still unfinished after them has failed. */
+    /* Ten rounds are more than a TLS 1.3 or 1.2 handshake needs (two
+     * flights each way); a handshake still unfinished after them has failed. */
     for (int i = 0; i < 10; i++) {
         size_t k;
 

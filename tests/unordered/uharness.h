@@ -76,6 +76,11 @@ typedef struct {
  * with uh_seg_pair_free). */
 int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode);
 
+/* uh_seg_pair_new_tls12 is uh_seg_pair_new with a client limited to TLS 1.2
+ * and the cipher list |tls12_cipher| (NULL: exactly uh_seg_pair_new). */
+int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode,
+                          const char *tls12_cipher);
+
 /* uh_seg_pair_free frees what uh_seg_pair_new made (the SSLs own the BIOs). */
 void uh_seg_pair_free(uh_seg_pair *p);
 
