@@ -306,7 +306,7 @@ struct utls_conn_st {
     int inorder_info_valid;
     UTLS_RECORD_INFO last_info;    /* the last record read out of order */
     int last_info_valid;           /* ... by the current UTLS_read_record() */
-    int stamp_inorder;             /* that call asked for metadata */
+    int stamp_inorder;             /* UTLS_read_record() with out_info runs */
 
     /* Key generations: gen counts read-key changes after the handshake. */
     int post_handshake;
