@@ -300,13 +300,13 @@ struct utls_conn_st {
     uint64_t next_offset;
     uint64_t cur_offset; /* the record being processed in order */
     size_t cur_wire_len;
+    int stamp_inorder;   /* UTLS_read_record() with out_info runs */
     int cur_has_nonce;   /* the record's first 8 ciphertext bytes, for the */
     uint64_t cur_nonce;  /* explicit-nonce delta of TLS 1.2 GCM/CCM */
     UTLS_RECORD_INFO inorder_info; /* the last in-order application record */
     int inorder_info_valid;
     UTLS_RECORD_INFO last_info;    /* the last record read out of order */
     int last_info_valid;           /* ... by the current UTLS_read_record() */
-    int stamp_inorder;             /* UTLS_read_record() with out_info runs */
 
     /* Key generations: gen counts read-key changes after the handshake. */
     int post_handshake;
