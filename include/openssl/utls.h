@@ -220,10 +220,12 @@ typedef struct utls_record_info_st {
     uint64_t arrival_ns;     /* CLOCK_MONOTONIC time at which the record's last
                               * byte reached the library, never earlier: out
                               * of order, when the fragment that completed it
-                              * was pushed or captured; in order, when
-                              * UTLS_read_record() returns it (the clock is
-                              * read then, once per record: see
-                              * docs/unordered.md, PERFORMANCE) */
+                              * was pushed or captured; in order, when the
+                              * UTLS_read_record() call that decrypts it has
+                              * authenticated it, or when UTLS_read_record()
+                              * returns it if a read without metadata
+                              * decrypted it (the clock is read once per
+                              * record: see docs/unordered.md, PERFORMANCE) */
 } UTLS_RECORD_INFO;
 
 /*

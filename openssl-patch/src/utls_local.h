@@ -300,6 +300,7 @@ struct utls_conn_st {
     uint64_t next_offset;
     uint64_t cur_offset; /* the record being processed in order */
     size_t cur_wire_len;
+    int stamp_inorder;   /* UTLS_read_record() with out_info runs */
     int cur_has_nonce;   /* the record's first 8 ciphertext bytes, for the */
     uint64_t cur_nonce;  /* explicit-nonce delta of TLS 1.2 GCM/CCM */
     UTLS_RECORD_INFO inorder_info; /* the last in-order application record */

@@ -1322,9 +1322,15 @@ static void note_inorder_info(SSL *s, utls_conn *c, const SSL3_RECORD *rr, uint6
     c->inorder_info.out_of_order = 0;
     c->inorder_info.stream_offset = c->cur_offset;
     c->inorder_info.wire_len = c->cur_wire_len;
-    /* Its last byte came with the BIO read that completed it: in order, the
-     * time is read when UTLS_read_record() returns it, if asked. */
-    c->inorder_info.arrival_ns = 0;
+    /* Its last byte came with the BIO read that completed it, before this
+     * point: a clock read now is never earlier. Read here, once the record
+     * authenticated and before its plaintext is copied to the caller, only in
+     * a UTLS_read_record() call that asked for metadata: the serialising
+     * clock read then waits for the decryption, which has finished, not for
+     * a large copy still in flight, as it did when read after SSL_read_ex()
+     * returned (or before it, after the push's copy). Any other read leaves 0,
+     * and UTLS_read_record() reads the clock when it returns the record. */
+    c->inorder_info.arrival_ns = c->stamp_inorder ? utls_now_ns() : 0;
     c->inorder_info_valid = 1;
     /* Counted here, once per record, rather than per read: a record is
      * decrypted in order once, and the reads that return it (in parts, or
@@ -1862,7 +1868,9 @@ UTLS_HOT int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
         s->rwstate = SSL_READING;
         return 0;
     }
+    c->stamp_inorder = out_info != NULL; /* note_inorder_info reads the clock */
     ret = SSL_read_ex(s, buf, len, out_read);
+    c->stamp_inorder = 0;
     if (ret > 0 && out_info != NULL) {
         if (c->last_info_valid) {
             *out_info = c->last_info; /* out of order (utls_hook_read_bytes) */
@@ -1873,7 +1881,7 @@ UTLS_HOT int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
             return ret;
         }
         if (out_info->arrival_ns == 0)
-            out_info->arrival_ns = utls_now_ns(); /* unstamped: now */
+            out_info->arrival_ns = utls_now_ns(); /* decrypted unasked: now */
     }
     return ret;
 }

@@ -12,7 +12,11 @@
  *   - a read that found nothing waiting (the read hook then goes idle) still
  *     delivers a record that completes past a hole with the next push, and
  *     the in-order path then skips it;
- *   - after SSL_set0_rbio() the new BIO is asked, not the old one's signals.
+ *   - after SSL_set0_rbio() the new BIO is asked, not the old one's signals;
+ *   - the arrival time read when a record authenticates in a call that asked
+ *     for metadata is never one left from an earlier record, whatever call
+ *     decrypted the next one (a call without metadata, a buffer too small,
+ *     SSL_read_ex()).
  *
  * Records 0, 1, 2 are written by the client; a push of record 2 before 1 makes
  * record 1 the hole.
@@ -228,12 +232,74 @@ static void test_inorder_new_read_bio(void **state)
     pair_free(&p);
 }
 
+/* Reads record |r| in one UTLS_read_record() call with metadata and returns
+ * its arrival time, checked against |t_pushed| and now. */
+static uint64_t read_arrival(pair *p, int r, uint64_t t_pushed)
+{
+    uint8_t buf[RECORD_LEN + 100];
+    size_t n = 0;
+    UTLS_RECORD_INFO info;
+
+    memset(&info, 0, sizeof(info));
+    assert_true(UTLS_read_record(p->tls.s, buf, sizeof(buf), &n, &info));
+    assert_int_equal(n, RECORD_LEN);
+    assert_memory_equal(buf, p->plain[r], n);
+    assert_int_equal(info.seq, (uint64_t)r);
+    assert_true(info.arrival_ns >= t_pushed);
+    assert_true(info.arrival_ns <= uh_monotonic_ns());
+    return info.arrival_ns;
+}
+
+static void test_inorder_arrival_never_stale(void **state)
+{
+    pair p;
+    uint8_t buf[RECORD_LEN + 100];
+    size_t n;
+    uint64_t t0, t1, t2, a0, a1;
+
+    (void)state;
+    pair_new(&p, SSL_MODE_UNORDERED);
+    /* Record 0 decrypted by a call with metadata: stamped as it authenticates. */
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 0);
+    a0 = read_arrival(&p, 0, t0);
+    expect_want_read(&p);
+
+    /* Record 1 decrypted by a call without metadata whose buffer is too
+     * small (an error that consumes nothing), then read with metadata: its
+     * time is not record 0's. */
+    while (uh_monotonic_ns() == a0)
+        ;
+    t1 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 1);
+    ERR_clear_error();
+    assert_false(UTLS_read_record(p.tls.s, buf, RECORD_LEN - 1, &n, NULL));
+    ERR_clear_error();
+    a1 = read_arrival(&p, 1, t1);
+    assert_true(a1 > a0);
+    expect_want_read(&p);
+
+    /* Record 2 peeked with SSL_peek_ex() (decrypted without metadata), then
+     * read with metadata: the same. */
+    while (uh_monotonic_ns() == a1)
+        ;
+    t2 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 2);
+    assert_true(SSL_peek_ex(p.tls.s, buf, sizeof(buf), &n));
+    assert_int_equal(n, RECORD_LEN);
+    assert_true(read_arrival(&p, 2, t2) > a1);
+    expect_want_read(&p);
+    assert_int_equal(stats(&p).records_in_order, 3);
+    pair_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inorder_metadata_counted_once),
         cmocka_unit_test(test_inorder_idle_read_sees_next_push),
         cmocka_unit_test(test_inorder_new_read_bio),
+        cmocka_unit_test(test_inorder_arrival_never_stale),
     };
     return cmocka_run_group_tests_name("unordered-inorder", tests,
                                        uh_identity_setup, uh_identity_teardown);
