@@ -367,6 +367,19 @@ static void seg_ctx_free(seg_ctx *c)
     OPENSSL_free(c);
 }
 
+/* seg_take_buffered passes the first |k| (k <= inorder_len) bytes of the
+ * in-order buffer, copying them to |out| unless it is NULL. */
+static inline void seg_take_buffered(seg_ctx *c, unsigned char *out, size_t k)
+{
+    if (out != NULL)
+        memcpy(out, c->inorder + c->inorder_start, k);
+    c->inorder_start += k;
+    c->inorder_len -= k;
+    c->read_off += k;
+    if (c->inorder_len == 0)
+        c->inorder_start = 0;
+}
+
 /* seg_consume passes |n| in-order bytes (n <= seg_inorder_avail), copying
  * them to |out| unless it is NULL. Returns 1, or 0 if the store no longer
  * holds bytes it should (cannot happen: see seg_spill). */
@@ -376,13 +389,7 @@ static int seg_consume(seg_ctx *c, unsigned char *out, size_t n)
     utls_reasm_run run;
 
     if (k > 0) {
-        if (out != NULL)
-            memcpy(out, c->inorder + c->inorder_start, k);
-        c->inorder_start += k;
-        c->inorder_len -= k;
-        c->read_off += k;
-        if (c->inorder_len == 0)
-            c->inorder_start = 0;
+        seg_take_buffered(c, out, k);
         n -= k;
         if (out != NULL)
             out += k;
@@ -430,12 +437,7 @@ static inline int seg_read_inorder(BIO *b, seg_ctx *c, char *out, int outl)
     if (c->inorder_len > 0) {
         /* The common case: bytes that arrived in order, in the buffer. */
         n = c->inorder_len < (size_t)outl ? c->inorder_len : (size_t)outl;
-        memcpy(out, c->inorder + c->inorder_start, n);
-        c->inorder_start += n;
-        c->inorder_len -= n;
-        c->read_off += n;
-        if (c->inorder_len == 0)
-            c->inorder_start = 0;
+        seg_take_buffered(c, (unsigned char *)out, n);
         return (int)n;
     }
     if (c->eof_known && c->read_off >= c->eof_off)

@@ -475,6 +475,26 @@ static UTLS_STATS stats_of(stream *st)
     return s;
 }
 
+/* expect_skips checks the counters of records delivered out of order and of
+ * those skipped in order (all of them, and those whose body was not read);
+ * returns the statistics for further checks. */
+static UTLS_STATS expect_skips(stream *st, uint64_t ooo, uint64_t skipped, uint64_t bodies)
+{
+    UTLS_STATS s = stats_of(st);
+
+    assert_int_equal(s.records_out_of_order, ooo);
+    assert_int_equal(s.records_skipped, skipped);
+    assert_int_equal(s.bodies_skipped, bodies);
+    return s;
+}
+
+/* expect_each_once checks that every record of |st| was delivered once. */
+static void expect_each_once(const stream *st)
+{
+    for (int r = 0; r < st->n; r++)
+        assert_int_equal(st->delivered[r], 1);
+}
+
 /*
  * Records 2..5 delivered out of order; record 0 in order; record 1 fills the
  * hole, so 2..5 are in order in the store; records 6 and 7 arrive in order
@@ -503,11 +523,8 @@ static void run_skip_bodies(const char *tls12)
     expect(&st, 6, 0);
     expect(&st, 7, 0);
     expect_nothing(&st);
-    s = stats_of(&st);
-    assert_int_equal(s.records_out_of_order, 4);
-    assert_int_equal(s.records_skipped, 4);
+    s = expect_skips(&st, 4, 4, 4);
     assert_int_equal(s.decryptions_saved, 4);
-    assert_int_equal(s.bodies_skipped, 4);
     spush(&st, 9);
     spush(&st, 10);
     expect(&st, 9, 1);
@@ -517,13 +534,9 @@ static void run_skip_bodies(const char *tls12)
     expect(&st, 8, 0);
     expect(&st, 11, 0);
     expect_nothing(&st);
-    s = stats_of(&st);
-    assert_int_equal(s.records_out_of_order, 6);
+    s = expect_skips(&st, 6, 6, 6);
     assert_int_equal(s.records_in_order, 6);
-    assert_int_equal(s.records_skipped, 6);
-    assert_int_equal(s.bodies_skipped, 6);
-    for (int r = 0; r < st.n; r++)
-        assert_int_equal(st.delivered[r], 1);
+    expect_each_once(&st);
     stream_free(&st);
 }
 
@@ -594,13 +607,9 @@ static void test_storeread_ssl_tampered_retransmission(void **state)
     spush(&st, 5);
     expect(&st, 5, 0);
     expect_nothing(&st);
-    s = stats_of(&st);
-    assert_int_equal(s.records_out_of_order, 3);
+    s = expect_skips(&st, 3, 3, 3);
     assert_int_equal(s.records_in_order, 3);
-    assert_int_equal(s.records_skipped, 3);
-    assert_int_equal(s.bodies_skipped, 3);
-    for (int r = 0; r < st.n; r++)
-        assert_int_equal(st.delivered[r], 1);
+    expect_each_once(&st);
     stream_free(&st);
 }
 
@@ -750,7 +759,6 @@ static void utcp_send(int fd, uint64_t off, const uint8_t *data, size_t len)
 static void test_storeread_utcp_skip_bodies(void **state)
 {
     stream st;
-    UTLS_STATS s;
     int fd[2], n;
     uint8_t buf[65536], msg[UH_MSG_MAX];
     BIO *f, *sock;
@@ -824,12 +832,8 @@ static void test_storeread_utcp_skip_bodies(void **state)
     for (int r = 6; r < st.n; r++)
         expect(&st, r, 0);
     expect_nothing(&st);
-    s = stats_of(&st);
-    assert_int_equal(s.records_out_of_order, 4);
-    assert_int_equal(s.records_skipped, 4);
-    assert_int_equal(s.bodies_skipped, 4);
-    for (int r = 0; r < st.n; r++)
-        assert_int_equal(st.delivered[r], 1);
+    expect_skips(&st, 4, 4, 4);
+    expect_each_once(&st);
     stream_free(&st);
     close(fd[0]);
     close(fd[1]);
