@@ -1,7 +1,8 @@
 # Legacy senders (not the fork) into the fork's receiver, through the lossy
 # segment network: stock OpenSSL (the system `openssl s_client`, system
-# libssl.so.3), GnuTLS (`gnutls-cli`) and Go's crypto/tls (tests/interop-peers/go,
-# built at test time with the standard library only). One ctest per peer and
+# libssl.so.3), GnuTLS (`gnutls-cli`), NSS (`tstclnt`, libnss3-tools) and Go's
+# crypto/tls (tests/interop-peers/go, built at test time with the standard
+# library only). One ctest per peer and
 # version, every cipher of the issue's list the peer offers; label unordered.
 add_executable(utls_interop utls_interop.c uharness.c)
 target_link_libraries(utls_interop PRIVATE utls_lossy utls::ssl)
@@ -10,6 +11,7 @@ set_target_properties(utls_interop PROPERTIES BUILD_RPATH ${UTLS_LIB_DIR})
 
 find_program(UTLS_SYSTEM_OPENSSL_CLI openssl PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(UTLS_GNUTLS_CLI gnutls-cli PATHS /usr/bin NO_DEFAULT_PATH)
+find_program(UTLS_NSS_TSTCLNT tstclnt PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(UTLS_GO go PATHS /usr/local/go/bin /usr/lib/go/bin /usr/bin NO_DEFAULT_PATH)
 
 set(interop_logs ${CMAKE_CURRENT_BINARY_DIR}/interop-logs)
@@ -36,6 +38,11 @@ if(UTLS_GNUTLS_CLI)
     legacy_peer_test(gnutls ${UTLS_GNUTLS_CLI})
 else()
     message(WARNING "tests/unordered: gnutls-cli not found (apt-get install gnutls-bin): no GnuTLS sender test")
+endif()
+if(UTLS_NSS_TSTCLNT)
+    legacy_peer_test(nss ${UTLS_NSS_TSTCLNT})
+else()
+    message(WARNING "tests/unordered: tstclnt not found (apt-get install libnss3-tools): no NSS sender test")
 endif()
 if(UTLS_GO)
     # Built at test time, standard library only, caches inside the build tree.

@@ -4,8 +4,9 @@
  *
  * For every cipher of a peer/version, this program (linked with the fork)
  * listens on 127.0.0.1, starts the peer as a separate process -- the system
- * `openssl s_client` (stock libssl.so.3), `gnutls-cli` (GnuTLS) or the Go
- * program tests/interop-peers/go (crypto/tls) -- and feeds the peer's stdin
+ * `openssl s_client` (stock libssl.so.3), `gnutls-cli` (GnuTLS), NSS's
+ * `tstclnt` (libssl3.so) or the Go program tests/interop-peers/go
+ * (crypto/tls) -- and feeds the peer's stdin
  * with self-describing messages (index + length + checksum). The peer's bytes
  * are read from the TCP socket in order, cut into MSS segments by lossy.c
  * (2% loss, reordering, duplicates, re-segmented retransmissions) and pushed
@@ -47,7 +48,7 @@
 #include "lossy.h"
 #include "uharness.h"
 
-enum { PEER_OPENSSL, PEER_GNUTLS, PEER_GO };
+enum { PEER_OPENSSL, PEER_GNUTLS, PEER_GO, PEER_NSS };
 
 typedef struct icase {
     const char *label;
@@ -57,34 +58,36 @@ typedef struct icase {
     int no_etm;
     int gnutls;           /* GnuTLS offers it */
     const char *go;       /* Go's suite name ("" any TLS 1.3 suite, NULL: not offered) */
+    const char *nss;      /* tstclnt's -c (":" + the suite's code), NULL: NSS has no
+                           * such suite (CCM) or no encrypt-then-MAC (.etm) */
 } icase;
 
 static const icase g_cases[] = {
-    {"TLS_AES_128_GCM_SHA256", TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256", 1, 0, 1, ""},
-    {"TLS_AES_256_GCM_SHA384", TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", 1, 0, 1, ""},
-    {"TLS_CHACHA20_POLY1305_SHA256", TLS1_3_VERSION, "TLS_CHACHA20_POLY1305_SHA256", 1, 0, 1, ""},
-    {"TLS_AES_128_CCM_SHA256", TLS1_3_VERSION, "TLS_AES_128_CCM_SHA256", 1, 0, 1, NULL},
+    {"TLS_AES_128_GCM_SHA256", TLS1_3_VERSION, "TLS_AES_128_GCM_SHA256", 1, 0, 1, "", ":1301"},
+    {"TLS_AES_256_GCM_SHA384", TLS1_3_VERSION, "TLS_AES_256_GCM_SHA384", 1, 0, 1, "", ":1302"},
+    {"TLS_CHACHA20_POLY1305_SHA256", TLS1_3_VERSION, "TLS_CHACHA20_POLY1305_SHA256", 1, 0, 1, "", ":1303"},
+    {"TLS_AES_128_CCM_SHA256", TLS1_3_VERSION, "TLS_AES_128_CCM_SHA256", 1, 0, 1, NULL, NULL},
     {"ECDHE-RSA-AES128-GCM-SHA256", TLS1_2_VERSION, "ECDHE-RSA-AES128-GCM-SHA256", 0, 0, 1,
-     "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
+     "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", ":C02F"},
     {"ECDHE-ECDSA-AES128-GCM-SHA256", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-GCM-SHA256", 1, 0, 1,
-     "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"},
+     "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", ":C02B"},
     {"ECDHE-RSA-AES256-GCM-SHA384", TLS1_2_VERSION, "ECDHE-RSA-AES256-GCM-SHA384", 0, 0, 1,
-     "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"},
+     "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", ":C030"},
     {"ECDHE-ECDSA-AES256-GCM-SHA384", TLS1_2_VERSION, "ECDHE-ECDSA-AES256-GCM-SHA384", 1, 0, 1,
-     "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
+     "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", ":C02C"},
     {"ECDHE-RSA-CHACHA20-POLY1305", TLS1_2_VERSION, "ECDHE-RSA-CHACHA20-POLY1305", 0, 0, 1,
-     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"},
+     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", ":CCA8"},
     {"ECDHE-ECDSA-CHACHA20-POLY1305", TLS1_2_VERSION, "ECDHE-ECDSA-CHACHA20-POLY1305", 1, 0, 1,
-     "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"},
-    {"ECDHE-ECDSA-AES128-CCM", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-CCM", 1, 0, 1, NULL},
-    {"ECDHE-RSA-AES128-SHA256.etm", TLS1_2_VERSION, "ECDHE-RSA-AES128-SHA256", 0, 0, 1, NULL},
+     "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", ":CCA9"},
+    {"ECDHE-ECDSA-AES128-CCM", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-CCM", 1, 0, 1, NULL, NULL},
+    {"ECDHE-RSA-AES128-SHA256.etm", TLS1_2_VERSION, "ECDHE-RSA-AES128-SHA256", 0, 0, 1, NULL, NULL},
     {"ECDHE-RSA-AES128-SHA256.mte", TLS1_2_VERSION, "ECDHE-RSA-AES128-SHA256", 0, 1, 1,
-     "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"},
-    {"ECDHE-ECDSA-AES128-SHA256.etm", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-SHA256", 1, 0, 1, NULL},
+     "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", ":C027"},
+    {"ECDHE-ECDSA-AES128-SHA256.etm", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-SHA256", 1, 0, 1, NULL, NULL},
     {"ECDHE-ECDSA-AES128-SHA256.mte", TLS1_2_VERSION, "ECDHE-ECDSA-AES128-SHA256", 1, 1, 1,
-     "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256"},
+     "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", ":C023"},
     {"ECDHE-RSA-AES128-SHA.mte", TLS1_2_VERSION, "ECDHE-RSA-AES128-SHA", 0, 1, 1,
-     "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"},
+     "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", ":C013"},
 };
 
 static EVP_PKEY *g_key[2];
@@ -117,6 +120,7 @@ typedef struct relay {
     delivered *d;
     size_t nd, capd;
     uint64_t ooo, inorder, forged, dups, flag_mismatch, lockout_candidates;
+    size_t bytes; /* plaintext delivered from genuine records */
     uint8_t buf[UH_MSG_MAX + 2048];
 } relay;
 
@@ -202,6 +206,7 @@ static void relay_drain(relay *r)
         dv->seq = info.seq;
         dv->offset = info.stream_offset;
         dv->len = n;
+        r->bytes += n;
         dv->data = malloc(n ? n : 1);
         memcpy(dv->data, r->buf, n);
     }
@@ -290,6 +295,24 @@ static pid_t spawn_peer(const icase *c, int port, int *out_stdin, const char *lo
         argv[a++] = cipher_arg;
         argv[a++] = "127.0.0.1";
         break;
+    case PEER_NSS:
+        /* -D: no certificate database, -o: accept the server's self-signed
+         * certificate; data from stdin; at its end a half-close (TCP FIN),
+         * not a close_notify. */
+        snprintf(cipher_arg, sizeof(cipher_arg), "tls1.%d:tls1.%d",
+                 c->version == TLS1_3_VERSION ? 3 : 2, c->version == TLS1_3_VERSION ? 3 : 2);
+        argv[a++] = g_bin;
+        argv[a++] = "-D";
+        argv[a++] = "-o";
+        argv[a++] = "-h";
+        argv[a++] = "127.0.0.1";
+        argv[a++] = "-p";
+        argv[a++] = portstr;
+        argv[a++] = "-V";
+        argv[a++] = cipher_arg;
+        argv[a++] = "-c";
+        argv[a++] = c->nss;
+        break;
     case PEER_GO:
     default:
         argv[a++] = g_bin;
@@ -343,7 +366,7 @@ static int check_peer_library(pid_t pid, char *what, size_t len)
         snprintf(what, len, "maps not readable");
         return 0;
     }
-    int system_ssl = 0, fork_ssl = 0, gnutls = 0, any_ssl = 0;
+    int system_ssl = 0, fork_ssl = 0, gnutls = 0, any_ssl = 0, nss = 0;
     while (fgets(line, sizeof(line), f) != NULL) {
         char *p = strchr(line, '/');
         if (p == NULL) {
@@ -362,6 +385,9 @@ static int check_peer_library(pid_t pid, char *what, size_t len)
         if (strstr(p, "libgnutls.so.30")) {
             gnutls = 1;
         }
+        if (strstr(p, "/libssl3.so")) {
+            nss = 1; /* NSS's TLS library (with libnss3.so) */
+        }
     }
     fclose(f);
     switch (g_peer) {
@@ -372,16 +398,22 @@ static int check_peer_library(pid_t pid, char *what, size_t len)
     case PEER_GNUTLS:
         snprintf(what, len, "%s", gnutls && !any_ssl ? "libgnutls.so.30" : "NOT GnuTLS alone");
         return gnutls && !any_ssl;
+    case PEER_NSS:
+        snprintf(what, len, "%s", nss && !any_ssl && !gnutls ? "NSS libssl3.so" : "NOT NSS alone");
+        return nss && !any_ssl && !gnutls;
     default:
-        snprintf(what, len, "%s", !any_ssl && !gnutls ? "Go crypto/tls (no libssl, no GnuTLS)"
-                                                     : "a C TLS library is mapped");
-        return !any_ssl && !gnutls;
+        snprintf(what, len, "%s", !any_ssl && !gnutls && !nss ? "Go crypto/tls (no libssl, no GnuTLS)"
+                                                             : "a C TLS library is mapped");
+        return !any_ssl && !gnutls && !nss;
     }
 }
 
 static const char *peer_name(void)
 {
-    return g_peer == PEER_OPENSSL ? "openssl" : g_peer == PEER_GNUTLS ? "gnutls" : "go";
+    return g_peer == PEER_OPENSSL ? "openssl"
+         : g_peer == PEER_GNUTLS  ? "gnutls"
+         : g_peer == PEER_NSS     ? "nss"
+                                  : "go";
 }
 
 static uint64_t now_ms(void)
@@ -481,7 +513,11 @@ static int run_case(const icase *c, uint64_t seed, uint64_t *ooo_total)
     uint64_t deadline = now_ms() + 40000;
     int eof = 0;
     uint8_t buf[1 << 16];
-    while (!eof && !r.closed && now_ms() < deadline) {
+    /* tstclnt neither sends close_notify nor half-closes when its stdin ends
+     * (it waits for the server): with NSS the transfer is over once every
+     * byte written to it has been delivered. The other peers close. */
+    while (!eof && !r.closed && now_ms() < deadline
+           && !(g_peer == PEER_NSS && in_fd < 0 && r.bytes >= ilen)) {
         if (in_fd >= 0) {
             if (written == target && next_msg < g_messages) {
                 next_msg += (size_t)lossy_rng_range(&rng, 1, 3);
@@ -518,7 +554,7 @@ static int run_case(const icase *c, uint64_t seed, uint64_t *ooo_total)
         }
         relay_write_out(&r);
     }
-    if (!eof && !r.closed) {
+    if (!eof && !r.closed && !(g_peer == PEER_NSS && r.bytes >= ilen)) {
         fprintf(stderr, "  %s %s: timed out (written %zu of %zu bytes to the peer)\n",
                 peer_name(), c->label, written, ilen);
         ok = 0;
@@ -530,6 +566,9 @@ static int run_case(const icase *c, uint64_t seed, uint64_t *ooo_total)
     }
     shutdown(sock, SHUT_RDWR);
     close(sock);
+    if (g_peer == PEER_NSS) {
+        kill(pid, SIGTERM); /* tstclnt does not exit when the server closes */
+    }
     int status = 0;
     for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; i++) {
         usleep(10000);
@@ -627,6 +666,7 @@ int main(int argc, char **argv)
             g_peer = strcmp(p, "openssl") == 0 ? PEER_OPENSSL
                    : strcmp(p, "gnutls") == 0  ? PEER_GNUTLS
                    : strcmp(p, "go") == 0      ? PEER_GO
+                   : strcmp(p, "nss") == 0     ? PEER_NSS
                                                : -1;
         } else if (strcmp(argv[i], "--bin") == 0 && i + 1 < argc) {
             g_bin = argv[++i];
@@ -643,7 +683,7 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s --peer openssl|gnutls|go --bin PATH --tls 1.2|1.3 "
+            fprintf(stderr, "usage: %s --peer openssl|gnutls|go|nss --bin PATH --tls 1.2|1.3 "
                             "[--logdir DIR] [--seed N] [--loss P] [--messages N] [--only CIPHER]\n",
                     argv[0]);
             return 2;
@@ -669,7 +709,8 @@ int main(int argc, char **argv)
         if (c->version != version || (only != NULL && strcmp(only, c->label) != 0)) {
             continue;
         }
-        if ((g_peer == PEER_GNUTLS && !c->gnutls) || (g_peer == PEER_GO && c->go == NULL)) {
+        if ((g_peer == PEER_GNUTLS && !c->gnutls) || (g_peer == PEER_GO && c->go == NULL)
+            || (g_peer == PEER_NSS && c->nss == NULL)) {
             continue;
         }
         uint64_t seed = g_seed ^ ((uint64_t)(i + 1) << 32) ^ ((uint64_t)g_peer << 48);
