@@ -5,7 +5,8 @@ The fork with negotiation on (LD_PRELOAD=<fork> UTLS_MODE=unordered,negotiate,
 into the unmodified `openssl s_server -rev` / `openssl s_client`) against stock
 peers, and fork <-> fork. Subcommands:
 
-  matrix   --peer openssl|gnutls|go|tlslite|fork --fork-role client|server --tls V
+  matrix   --peer openssl|gnutls|go|tlslite|fork|nss --fork-role client|server --tls V
+           (nss: NSS's tstclnt, as a client of the fork only)
            one connection; the client sends several lines, each one only after
            the answer to the previous one (so it writes after reading the TLS 1.3
            tickets), the server answers each line reversed (gnutls-serv --echo:
@@ -173,6 +174,14 @@ def run_client(cfg, kind, lib, port, ans_kind):
                    20, "s_client handshake", [pr])
         check_version(cfg, "s_client (%s)" % lib, grep(pr.err(), r"^Protocol version: (\S+)"))
         received = pr.out
+    elif kind == "nss":
+        # NSS's tstclnt: no certificate database (-D), the self-signed server
+        # certificate accepted (-o), -v for the negotiated version on stderr.
+        v = cfg.tls
+        argv = [cfg.tstclnt, "-D", "-o", "-v", "-h", "127.0.0.1", "-p", str(port), "-V",
+                "tls%s:tls%s" % (v, v)]
+        pr = Proc("client_nss", argv, env_for(cfg, lib), cfg.work)
+        received = pr.out
     else:  # gnutls-cli; --logfile keeps its stdout to the received bytes
         logf = os.path.join(cfg.work, "gnutls-cli.log")
         argv = [cfg.gnutls_cli, "-p", str(port), "--x509cafile", cfg.cert, "--verify-hostname", "localhost",
@@ -199,6 +208,13 @@ def run_client(cfg, kind, lib, port, ans_kind):
             break  # the final comparison reports it
     if kind == "s_client":
         check_lib(cfg, pr, lib)  # still alive here: stdin is open
+    if kind == "nss":
+        # tstclnt neither ends nor half-closes when its stdin does: it waits
+        # for the server. Every answer is in; the version from its -v lines.
+        seen = grep(pr.err(), r"SSL version 3\.(\d) using")
+        check_version(cfg, "tstclnt", {"3": "TLSv1.2", "4": "TLSv1.3"}.get(seen, seen))
+        pr.kill()
+        return pr, received(), expected
     pr.close_stdin()
     rc = pr.wait(20)
     if rc != 0:
@@ -220,7 +236,8 @@ def check_data(who, got, want):
         % (who, len(got), want.count(b"\n")))
 
 
-PEER_CLIENT = {"openssl": "s_client", "gnutls": "gnutls", "go": "go", "tlslite": "tlslite", "fork": "s_client"}
+PEER_CLIENT = {"openssl": "s_client", "gnutls": "gnutls", "go": "go", "tlslite": "tlslite", "fork": "s_client",
+               "nss": "nss"}
 PEER_SERVER = {"openssl": "s_server", "gnutls": "gnutls", "go": "go", "tlslite": "tlslite", "fork": "s_server"}
 
 
@@ -228,6 +245,8 @@ def cmd_matrix(cfg):
     make_cert(cfg)
     make_msgs(cfg)
     peer_lib = "fork" if cfg.peer == "fork" else "stock"
+    if cfg.peer not in PEER_SERVER and cfg.fork_role == "client":
+        raise Failure("setup", "%s runs only as a client (of the fork as the server)" % cfg.peer)
     if cfg.fork_role == "server":
         server, port, ans = start_server(cfg, "s_server", "fork")
         check_lib(cfg, server, "fork")
@@ -475,6 +494,7 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--gnutls-cli", default="/usr/bin/gnutls-cli")
     ap.add_argument("--gnutls-serv", default="/usr/bin/gnutls-serv")
+    ap.add_argument("--tstclnt", default="/usr/bin/tstclnt")
     ap.add_argument("--gopeer")
     ap.add_argument("--venv")
     ap.add_argument("--ern-peer")
