@@ -819,8 +819,14 @@ static int utcp_pump(BIO *b, seg_ctx *c)
         return n == 0 ? 0 : -1;
     }
     if (n < 5) {
-        utls_raise(UTLS_R_BAD_UTCP_UNIT, "%d bytes", n);
-        return 1; /* skip it: the in-order stream is unaffected */
+        /*
+         * Too short to carry an offset: skip it, like a segment outside the
+         * window; the in-order stream is unaffected. Nothing goes on the
+         * error queue: the SSL_read() under way goes on (or retries), and
+         * SSL_get_error() would report any queued error as SSL_ERROR_SSL,
+         * making a read that should retry look fatal.
+         */
+        return 1;
     }
     if (!utcp_extend(c, ((uint32_t)c->unit[1] << 24) | ((uint32_t)c->unit[2] << 16)
                             | ((uint32_t)c->unit[3] << 8) | c->unit[4], &off))
