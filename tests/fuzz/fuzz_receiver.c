@@ -339,6 +339,12 @@ static void check_stats(void)
                           * (g.keyupdate ? 2.0 : 1.0)
                     + 1.0;
     CHECK((double)st.probes <= budget);
+    /* max_probes_per_record per plausible header (retries included); a
+     * record checked at the end of a verified one (the chain) is found
+     * without a header scan, with one probe; a verified record starts at
+     * most one such check, which, failing, leaves the record to the scan. */
+    CHECK(st.probes <= st.headers_found * g.limits.max_probes_per_record
+                           + 2 * st.records_out_of_order);
 }
 
 /* delivered checks one record the receiver returned. */
