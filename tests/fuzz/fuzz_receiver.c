@@ -64,8 +64,9 @@
 /* Application records per input: bounds the wire (and the run time) of one
  * input. */
 #define MAX_RECORDS 48
-/* Records on the wire: the application records, a KeyUpdate, close_notify. */
-#define MAX_WIRE_RECORDS (MAX_RECORDS + 2)
+/* Records on the wire: the application records, two KeyUpdates,
+ * close_notify. */
+#define MAX_WIRE_RECORDS (MAX_RECORDS + 3)
 /* The longest message (the large size class): 16384 is one full record. */
 #define MAX_MSG UH_MSG_MAX
 /* Bytes of the data phase: every record at its largest, with the overhead
@@ -112,6 +113,8 @@ enum {
     FLAG_SMALL_LIMITS = 0x08,
     FLAG_LARGE = 0x10,
     FLAG_TINY = 0x20,
+    FLAG_KU_REQUESTED = 0x40, /* the KeyUpdate asks the receiver for one */
+    FLAG_KU_TWICE = 0x80,     /* a second KeyUpdate, three quarters in */
 };
 
 enum op {
@@ -167,7 +170,7 @@ static struct {
     int dead;                 /* a fatal error was raised */
     int closed;               /* close_notify was read */
     int small_limits;
-    int keyupdate;
+    int keyupdates;           /* KeyUpdates the sender sent */
     uint64_t pushed_bytes;
     UTLS_LIMITS limits;
 } g;
@@ -336,7 +339,7 @@ static void check_stats(void)
      * arrived, and once more per key change for the bytes held. */
     double budget = 256.0
                     + (double)g.limits.max_probes_per_kib * (double)g.pushed_bytes / 1024.0
-                          * (g.keyupdate ? 2.0 : 1.0)
+                          * (1.0 + g.keyupdates)
                     + 1.0;
     CHECK((double)st.probes <= budget);
     /* max_probes_per_record per plausible header (retries included); a
@@ -596,21 +599,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The sender: num messages, a KeyUpdate midway (TLS 1.3), close_notify. */
     int tls13 = su->tls12 == NULL;
     size_t ku_at = (tls13 && (flags & FLAG_KEYUPDATE)) ? num / 2 : SIZE_MAX;
+    size_t ku2_at = (ku_at != SIZE_MAX && (flags & FLAG_KU_TWICE) && num * 3 / 4 > ku_at)
+                        ? num * 3 / 4
+                        : SIZE_MAX;
     uint32_t gen = 0;
     uint64_t seq = tls13 ? 0 : 1; /* TLS 1.2: Finished took number 0 */
-    g.keyupdate = ku_at != SIZE_MAX;
+    g.keyupdates = (ku_at != SIZE_MAX) + (ku2_at != SIZE_MAX);
     for (uint32_t i = 0; i < num; i++) {
         size_t before = g.num_recs;
-        if (i == ku_at) {
-            CHECK(SSL_key_update(g.p.c, SSL_KEY_UPDATE_NOT_REQUESTED) == 1);
+        int ku = i == ku_at || i == ku2_at;
+        if (ku) {
+            CHECK(SSL_key_update(g.p.c, (flags & FLAG_KU_REQUESTED)
+                                            ? SSL_KEY_UPDATE_REQUESTED
+                                            : SSL_KEY_UPDATE_NOT_REQUESTED) == 1);
         }
         size_t len = msg_len_for(i, flags, &rng);
         CHECK(uh_msg_build(msg, i, len));
         size_t w = 0;
         CHECK(SSL_write_ex(g.p.c, msg, len, &w) == 1 && w == len);
         CHECK(take_client_output());
-        CHECK(g.num_recs == before + (i == ku_at ? 2 : 1));
-        if (i == ku_at) {
+        CHECK(g.num_recs == before + (ku ? 2 : 1));
+        if (ku) {
             g.recs[before].seq = seq;
             g.recs[before].gen = gen;
             gen++;

@@ -4,7 +4,8 @@
 # of seconds (default 600), starting from (and adding to a copy of) its seed
 # corpus. Prints each target's execution count. Exit status is non-zero if
 # any target found a crash. UTLS_FUZZ_PARALLEL=1 runs the targets at once;
-# UTLS_FUZZ_TARGETS="fuzz_receiver ..." runs only those.
+# UTLS_FUZZ_TARGETS="fuzz_receiver ..." runs only those; UTLS_FUZZ_ARGS adds
+# libFuzzer flags (e.g. "-seed=2 -len_control=20").
 #
 # fuzz_cobs, fuzz_reasm, fuzz_scan, fuzz_ucobs: core/ on its own.
 # fuzz_streams: the sub-stream reorder buffer (openssl-patch/src).
@@ -67,7 +68,8 @@ run_one() {
     mkdir -p "$corpus" "$out/artifacts-$t"
     cp -n "$here/corpus/$t"/* "$corpus"/ 2>/dev/null || true
     local rc=0
-    "$out/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 \
+    # shellcheck disable=SC2086 # UTLS_FUZZ_ARGS: extra libFuzzer flags, split on spaces
+    "$out/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 ${UTLS_FUZZ_ARGS:-} \
         -rss_limit_mb=2048 -artifact_prefix="$out/artifacts-$t/" "$corpus" \
         >"$out/$t.log" 2>&1 || rc=$?
     local runs
