@@ -135,6 +135,7 @@ enum op {
     OP_READ_MANY,     /* n: up to n reads with metadata */
     OP_UNIT,          /* sel: uTCP: a unit shorter than its header, or with
                        * odd flags; segment BIO: an empty segment */
+    OP_PENDING,       /* SSL_pending and SSL_has_pending */
     NUM_OPS
 };
 
@@ -170,6 +171,7 @@ static struct {
     int dead;                 /* a fatal error was raised */
     int closed;               /* close_notify was read */
     int small_limits;
+    uint64_t window;          /* the segment BIO's window, if set (else 0) */
     int keyupdates;           /* KeyUpdates the sender sent */
     uint64_t pushed_bytes;
     UTLS_LIMITS limits;
@@ -263,22 +265,32 @@ static int g_trace = -1;
         }                                     \
     } while (0)
 
-static void push_genuine(uint64_t rel, size_t len)
+/* push_genuine pushes the genuine bytes [rel, rel + len). Returns 1, or 0
+ * if a small receive window (FLAG_SMALL_LIMITS) refused them. */
+static int push_genuine(uint64_t rel, size_t len)
 {
     if (rel >= g.wire_len) {
-        return;
+        return 1;
     }
     if (len > g.wire_len - rel) {
         len = g.wire_len - rel;
     }
     if (len == 0) {
-        return;
+        return 1;
     }
     ERR_clear_error();
     TRACE("  push genuine [%llu, %llu)\n", (unsigned long long)rel,
           (unsigned long long)(rel + len));
-    CHECK(uh_pair_push(&g.p, g.base + rel, gw.wire + rel, len) == 1);
+    if (uh_pair_push(&g.p, g.base + rel, gw.wire + rel, len) != 1) {
+        /* Only past a window set smaller than the data. */
+        unsigned long e = ERR_peek_error();
+        CHECK(g.window != 0 && rel + len > g.window);
+        CHECK(ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == UTLS_R_OUTSIDE_WINDOW);
+        ERR_clear_error();
+        return 0;
+    }
     note_push((int64_t)rel, gw.wire + rel, len);
+    return 1;
 }
 
 /* push_forged pushes bytes that are not (all) the genuine ones at their
@@ -594,6 +606,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         g.limits.max_probes_per_kib = 2;
         g.limits.max_ready_records = 2;
         CHECK(UTLS_set_limits(g.p.s, &g.limits) == 1);
+        if (g.p.seg != NULL) {
+            /* A receive window smaller than a large stream: pushes past it
+             * are refused, the store evicts and spills at its limit. */
+            g.window = 24576 + (rng % 8) * 4096;
+            CHECK(UTLS_BIO_segment_set_window(g.p.seg, g.window) == 1);
+        }
     }
 
     /* The sender: num messages, a KeyUpdate midway (TLS 1.3), close_notify. */
@@ -824,6 +842,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
+        case OP_PENDING: {
+            /* Never more than the plaintext not yet delivered. */
+            size_t left = 0;
+            for (size_t i = 0; i < g.num_recs; i++) {
+                if (g.recs[i].app && !g.delivered[g.recs[i].index]) {
+                    left += g.recs[i].msg_len;
+                }
+            }
+            int pend = SSL_pending(g.p.s);
+            CHECK(pend >= 0 && (size_t)pend <= left);
+            if (pend > 0) {
+                CHECK(SSL_has_pending(g.p.s) == 1);
+            }
+            break;
+        }
         case OP_READ_MANY:
         default: {
             unsigned k = 1 + (unsigned)(r - g.recs) % 8;
@@ -841,7 +874,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* TCP's retransmissions: every genuine byte, in order; then read to the
      * end. */
     for (size_t off = 0; off < g.wire_len; off += FINAL_SEGMENT) {
-        push_genuine(off, FINAL_SEGMENT);
+        if (!push_genuine(off, FINAL_SEGMENT)) {
+            /* Past the window: reading moves it on (at most a record
+             * behind, and the window holds more than two). */
+            while (do_read(READ_INFO, 0)) {
+            }
+            if (g.dead || g.closed) {
+                break;
+            }
+            if (!push_genuine(off, FINAL_SEGMENT)) {
+                CHECK(corrupt());
+                break;
+            }
+        }
     }
     for (size_t i = 0; i < MAX_FINAL_READS && !g.dead && !g.closed; i++) {
         if (!do_read(i % 3 == 2 ? READ_NOINFO : READ_INFO, 0)) {

@@ -17,7 +17,8 @@
  *     for metadata is never one left from an earlier record, whatever call
  *     decrypted the next one (a call without metadata, a buffer too small,
  *     SSL_read_ex());
- *   - a zero-length buffer is refused as too small, in order as out of order.
+ *   - a zero-length buffer is refused as too small, in order as out of order;
+ *   - SSL_has_pending() reports records verified past a hole.
  *
  * Records 0, 1, 2 are written by the client; a push of record 2 before 1 makes
  * record 1 the hole.
@@ -348,6 +349,34 @@ static void test_inorder_zero_length_buffer(void **state)
     pair_free(&p);
 }
 
+/* A record verified past a hole and not yet read is buffered, processed
+ * data: SSL_pending() counts it and SSL_has_pending() says so. Found by
+ * fuzz_receiver (tests/fuzz/corpus/fuzz_receiver/regress-has-pending):
+ * SSL_has_pending() returned 0 while SSL_pending() counted such a record. */
+static void test_inorder_has_pending_counts_ready_records(void **state)
+{
+    pair p;
+    uint8_t buf[RECORD_LEN + 100];
+    size_t n;
+    UTLS_RECORD_INFO info;
+
+    (void)state;
+    pair_new(&p, SSL_MODE_UNORDERED);
+    assert_int_equal(SSL_has_pending(p.tls.s), 0);
+    push(p.tls.seg, &p, 2);
+    push(p.tls.seg, &p, 1);
+    /* One read delivers one of the two; the other waits, verified. */
+    assert_true(UTLS_read_record(p.tls.s, buf, sizeof(buf), &n, &info));
+    assert_true(info.out_of_order);
+    assert_int_equal(SSL_pending(p.tls.s), RECORD_LEN);
+    assert_int_equal(SSL_has_pending(p.tls.s), 1);
+    assert_true(UTLS_read_record(p.tls.s, buf, sizeof(buf), &n, &info));
+    assert_true(info.out_of_order);
+    assert_int_equal(SSL_pending(p.tls.s), 0);
+    expect_want_read(&p);
+    pair_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_inorder_new_read_bio),
         cmocka_unit_test(test_inorder_arrival_never_stale),
         cmocka_unit_test(test_inorder_zero_length_buffer),
+        cmocka_unit_test(test_inorder_has_pending_counts_ready_records),
     };
     return cmocka_run_group_tests_name("unordered-inorder", tests,
                                        uh_identity_setup, uh_identity_teardown);
