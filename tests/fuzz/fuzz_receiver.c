@@ -284,6 +284,7 @@ static int push_genuine(uint64_t rel, size_t len)
     if (uh_pair_push(&g.p, g.base + rel, gw.wire + rel, len) != 1) {
         /* Only past a window set smaller than the data. */
         unsigned long e = ERR_peek_error();
+        TRACE("  (refused: outside the window)\n");
         CHECK(g.window != 0 && rel + len > g.window);
         CHECK(ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == UTLS_R_OUTSIDE_WINDOW);
         ERR_clear_error();
@@ -306,6 +307,7 @@ static void push_forged(int64_t rel, const uint8_t *data, size_t len)
     TRACE("  push forged [%lld, %lld)\n", (long long)rel, (long long)rel + (long long)len);
     if (!uh_pair_push(&g.p, (uint64_t)abs, data, len)) {
         unsigned long e = ERR_peek_error();
+        TRACE("  (refused)\n");
         CHECK(ERR_GET_LIB(e) == UTLS_get_lib());
         CHECK(ERR_GET_REASON(e) == UTLS_R_OUTSIDE_WINDOW
               || ERR_GET_REASON(e) == UTLS_R_OFFSET_WRAPS);
@@ -611,6 +613,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              * are refused, the store evicts and spills at its limit. */
             g.window = 24576 + (rng % 8) * 4096;
             CHECK(UTLS_BIO_segment_set_window(g.p.seg, g.window) == 1);
+            TRACE("window %llu\n", (unsigned long long)g.window);
         }
     }
 
@@ -904,6 +907,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         /* Records wholly before the first wrong byte were delivered. */
         uint64_t clean = clean_prefix();
+        TRACE("corrupt: strict %lld loose %lld eof %lld clean %llu dead %d closed %d\n",
+              (long long)g.strict_bad, (long long)g.loose_bad, (long long)g.early_eof,
+              (unsigned long long)clean, g.dead, g.closed);
         for (size_t i = 0; i < g.num_recs; i++) {
             if (g.recs[i].app && g.recs[i].off + g.recs[i].wire_len <= clean) {
                 CHECK(g.delivered[g.recs[i].index]);
