@@ -171,6 +171,10 @@ static struct {
     int dead;                 /* a fatal error was raised */
     int closed;               /* close_notify was read */
     int small_limits;
+    int partial_mode;         /* SSL_MODE_UNORDERED_PARTIAL */
+    size_t part_len;          /* bytes of the record being returned in parts */
+    UTLS_RECORD_INFO part_info;
+    int part_has_info;
     uint64_t window;          /* the segment BIO's window, if set (else 0) */
     int keyupdates;           /* KeyUpdates the sender sent */
     uint64_t pushed_bytes;
@@ -185,6 +189,9 @@ static struct {
     uint8_t have[MAX_WIRE];
     uint8_t rec_of[MAX_WIRE]; /* record index of each byte */
 } gw;
+
+static uint8_t g_part[MAX_MSG];
+static uint8_t g_expect[MAX_MSG];
 
 static EVP_PKEY *g_key;
 static X509 *g_cert;
@@ -339,7 +346,8 @@ static void check_stats(void)
     CHECK(UTLS_get_stats(g.p.s, &st) == 1);
     /* Reads without metadata do not say how a record came. */
     CHECK(st.records_out_of_order >= g.num_ooo);
-    CHECK(st.records_out_of_order <= g.num_delivered - g.num_inorder);
+    /* A record being returned in parts counts from its first part. */
+    CHECK(st.records_out_of_order <= g.num_delivered - g.num_inorder + (g.part_len > 0));
     CHECK(st.records_in_order + st.records_out_of_order >= g.num_delivered);
     CHECK(st.records_skipped <= st.records_out_of_order);
     CHECK(st.decryptions_saved <= st.records_skipped);
@@ -428,7 +436,7 @@ static int failed(int small)
         ERR_clear_error();
         return 0;
     case SSL_ERROR_SSL:
-        if (small && ERR_GET_LIB(e) == UTLS_get_lib()
+        if (small && !g.partial_mode && ERR_GET_LIB(e) == UTLS_get_lib()
             && ERR_GET_REASON(e) == UTLS_R_BUFFER_TOO_SMALL) {
             ERR_clear_error();
             return 1;
@@ -453,6 +461,57 @@ static int failed(int small)
 }
 
 enum { READ_INFO, READ_NOINFO, READ_EX, READ_PEEK, READ_SMALL };
+
+/* check_prefix: |buf|[0..n) is the start of a genuine message. */
+static void check_prefix(const uint8_t *buf, size_t n)
+{
+    static const uint8_t magic[4] = {'u', 'T', 'L', 'S'};
+
+    if (n < 12) {
+        CHECK(memcmp(buf, magic, n < 4 ? n : 4) == 0);
+        return;
+    }
+    size_t total = uh_msg_peek_len(buf, n);
+    uint32_t idx = ((uint32_t)buf[4] << 24) | ((uint32_t)buf[5] << 16)
+                   | ((uint32_t)buf[6] << 8) | buf[7];
+    CHECK(idx < g.num_app && total >= UH_MSG_MIN && total <= MAX_MSG && n <= total);
+    CHECK(uh_msg_build(g_expect, idx, total));
+    CHECK(memcmp(g_expect, buf, n) == 0);
+}
+
+/* partial_read handles what a read returned in SSL_MODE_UNORDERED_PARTIAL:
+ * a whole record, or a part of one whose rest the next reads return first
+ * (docs/unordered.md, "One record per read"). Every part carries the
+ * record's metadata. */
+static void partial_read(const uint8_t *buf, size_t n, const UTLS_RECORD_INFO *info)
+{
+    if (g.part_len == 0 && n >= 12 && uh_msg_peek_len(buf, n) == n) {
+        delivered(buf, n, info, 0);
+        return;
+    }
+    CHECK(n > 0 && g.part_len + n <= MAX_MSG);
+    if (info != NULL) {
+        if (!g.part_has_info) {
+            g.part_info = *info;
+            g.part_has_info = 1;
+        } else {
+            CHECK(info->seq == g.part_info.seq);
+            CHECK(info->key_generation == g.part_info.key_generation);
+            CHECK(info->stream_offset == g.part_info.stream_offset);
+            CHECK(info->out_of_order == g.part_info.out_of_order);
+            CHECK(info->wire_len == g.part_info.wire_len);
+        }
+    }
+    memcpy(g_part + g.part_len, buf, n);
+    g.part_len += n;
+    check_prefix(g_part, g.part_len);
+    size_t total = g.part_len >= 12 ? uh_msg_peek_len(g_part, g.part_len) : 0;
+    if (total != 0 && g.part_len == total) {
+        delivered(g_part, total, g.part_has_info ? &g.part_info : NULL, 0);
+        g.part_len = 0;
+        g.part_has_info = 0;
+    }
+}
 
 /* do_read reads once. Returns 1 if a record was returned, 0 if not. */
 static int do_read(int kind, size_t small_len)
@@ -498,6 +557,21 @@ static int do_read(int kind, size_t small_len)
         TRACE("  read %d: %zu bytes\n", kind, n);
     }
     CHECK(kind != READ_SMALL || n <= small_len);
+    if (g.partial_mode) {
+        if (kind == READ_PEEK) {
+            /* The next part, unconsumed. */
+            if (g.part_len > 0) {
+                CHECK(g.part_len + n <= MAX_MSG);
+                memcpy(g_part + g.part_len, g_buf, n);
+                check_prefix(g_part, g.part_len + n);
+            } else {
+                check_prefix(g_buf, n);
+            }
+            return 1;
+        }
+        partial_read(g_buf, n, (kind == READ_INFO || kind == READ_SMALL) ? &info : NULL);
+        return 1;
+    }
     delivered(g_buf, n, (kind == READ_INFO || kind == READ_SMALL) ? &info : NULL,
               kind == READ_PEEK);
     return 1;
@@ -586,6 +660,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uh_pair_opts o;
     memset(&o, 0, sizeof(o));
     o.server_mode = SSL_MODE_UNORDERED;
+    if (rng & 0x80000000u) {
+        /* The size seed's top bit: records in parts for small buffers. */
+        o.server_mode |= SSL_MODE_UNORDERED_PARTIAL;
+        g.partial_mode = 1;
+    }
     o.tls12_cipher = su->tls12;
     o.tls13_suites = su->tls13;
     o.no_etm = su->no_etm;
@@ -788,9 +867,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_PEEK:
             do_read(READ_PEEK, 0);
             break;
-        case OP_READ_SMALL:
-            do_read(READ_SMALL, get_u16(&in) % (r->msg_len + 2));
+        case OP_READ_SMALL: {
+            /* In parts, an empty buffer is upstream's zero-length read (0,
+             * no error): not exercised. */
+            size_t small = get_u16(&in) % (r->msg_len + 2);
+            do_read(READ_SMALL, g.partial_mode && small == 0 ? 1 : small);
             break;
+        }
         case OP_EOF:
             if (get_u8(&in) & 1) {
                 ERR_clear_error();
