@@ -938,6 +938,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             int pend = SSL_pending(g.p.s);
             CHECK(pend >= 0 && (size_t)pend <= left);
+            /* max_ready_records verified records, plus the rest of one
+             * being returned in parts. */
+            CHECK((size_t)pend <= (g.limits.max_ready_records + 1) * (size_t)MAX_MSG);
             if (pend > 0) {
                 CHECK(SSL_has_pending(g.p.s) == 1);
             }
