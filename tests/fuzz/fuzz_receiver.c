@@ -1007,7 +1007,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_stats();
         CHECK(UTLS_get_stats(g.p.s, &st) == 1);
         if (st.fallback != UTLS_FALLBACK_NONE) {
-            fprintf(stderr, "fallback at the end: %s\n", UTLS_fallback_string(st.fallback));
+            TRACE("fallback at the end: %s\n", UTLS_fallback_string(st.fallback));
         }
         /* Decided when the first record after the handshake is read in
          * order or past a hole: a stream wrong from its first byte on may
