@@ -11,16 +11,21 @@
  *       AES-128-CCM; TLS 1.2 ECDHE AES-128/256-GCM, ChaCha20, AES-128-CCM,
  *       CBC SHA-256 and SHA-1 with encrypt-then-MAC and MAC-then-encrypt)
  *   [1] flags: uTCP transport, KeyUpdate midway (TLS 1.3), variable sizes,
- *       small limits, a size class
+ *       small limits (and a small segment-BIO window), a size class, the
+ *       KeyUpdate asking for one back, a second KeyUpdate
  *   [2] number of records (1..MAX_RECORDS)
- *   [3] size seed
+ *   [3] size seed; with it, SSL_MODE_UNORDERED_PARTIAL (records in parts)
  * The sender writes that many self-describing messages (uh_msg_build: index,
  * length, checksum), one record each, then close_notify. The rest of the
  * input is a program of operations on the receiver (see enum op below):
  * genuine slices, duplicates and overlaps, bit flips, forged bytes and forged
- * headers, records copied to other offsets, out-of-window segments, EOF, and
- * reads of every kind. At the end every genuine byte is pushed in order (as
- * TCP's retransmissions would) and the receiver reads to the end.
+ * headers, records copied to other offsets, out-of-window segments, short or
+ * odd uTCP units, EOF, SSL_pending(), and reads of every kind. At the end
+ * every genuine byte is pushed in order (as TCP's retransmissions would) and
+ * the receiver reads to the end.
+ *
+ * FUZZ_RECEIVER_TRACE=1 prints the records and every operation of an input,
+ * FUZZ_RECEIVER_VERBOSE=1 the statistics at its end.
  *
  * The oracle (abort() on failure):
  *  - every record delivered is a genuine message, intact, delivered at most
@@ -35,10 +40,13 @@
  *  - otherwise a fatal error is allowed, raised by OpenSSL's own record layer
  *    (library SSL), and every record before the first wrong byte was still
  *    delivered exactly once;
- *  - genuine pushes are accepted; refused forged ones fail with a uTLS
- *    reason; the statistics agree with what was delivered; trial
- *    decryptions stay within the probe budget (max_probes_per_kib per KiB
- *    received plus the burst) and max_probes_per_record per header.
+ *  - genuine pushes are accepted (or refused past a window set smaller);
+ *    refused forged ones fail with a uTLS reason; the statistics agree with
+ *    what was delivered; trial decryptions stay within the probe budget
+ *    (max_probes_per_kib per KiB received plus the burst) and
+ *    max_probes_per_record per header; SSL_pending() never exceeds the
+ *    plaintext not yet delivered nor max_ready_records records, and
+ *    SSL_has_pending() agrees with it.
  */
 #include <stddef.h>
 #include <stdint.h>
