@@ -1014,7 +1014,7 @@ int UTLS_ucobs_get_stats(const UTLS_UCOBS *u, UTLS_UCOBS_STATS *out_stats);
 # define UTLS_R_BUFFER_TOO_SMALL    100 /* record larger than the read buffer */
 # define UTLS_R_NOT_A_SEGMENT_BIO   101
 # define UTLS_R_OUTSIDE_WINDOW      102 /* segment beyond the receive window */
-# define UTLS_R_BAD_UTCP_UNIT       103 /* uTCP unit shorter than its header */
+# define UTLS_R_BAD_UTCP_UNIT       103 /* not raised: short units are skipped */
 # define UTLS_R_INVALID_LIMITS      104
 # define UTLS_R_OFFSET_WRAPS        105 /* offset + length past 2^64 */
 # define UTLS_R_TAP_PERMISSION      106 /* AF_PACKET needs CAP_NET_RAW */

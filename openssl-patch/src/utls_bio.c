@@ -247,6 +247,25 @@ static utls_reasm_result seg_store_insert(seg_ctx *c, uint64_t offset, const uns
     return r;
 }
 
+/*
+ * seg_store_window_ok: bytes that go to the store must end within the
+ * window counted from the read point, where the store's own window counts
+ * from (as a TCP receive window counts unread data). Past it the store would
+ * keep only the near part and drop the rest silently, after the push had
+ * said it took the segment: a later copy, forged or not, would then win over
+ * bytes accepted first. Refused whole instead (UTLS_R_OUTSIDE_WINDOW): the
+ * caller offers it again once the reader has moved on. In-order bytes are
+ * not bound by this; they never go to the store past its window (seg_spill).
+ */
+static int seg_store_window_ok(const seg_ctx *c, uint64_t offset, size_t len)
+{
+    if (offset + len - c->read_off <= c->window)
+        return 1;
+    utls_raise(UTLS_R_OUTSIDE_WINDOW, "segment ends %llu bytes past the read point, window %llu",
+               (unsigned long long)(offset + len - c->read_off), (unsigned long long)c->window);
+    return 0;
+}
+
 /* seg_push is UTLS_BIO_segment_push on the context. */
 static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
                     uint64_t arrival_ns)
@@ -299,6 +318,8 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
         any_held = utls_reasm_num_fragments(c->ooo) > 0;
 
         if (any_held && seg_first_held(c, end, &held) && held.offset < offset + len) {
+            if (!seg_store_window_ok(c, offset, len))
+                return 0;
             /* It reaches bytes held past the hole. Those keep the values they
              * arrived with (the SSL may have authenticated them there, and
              * skips them unread when they come in order: see
@@ -317,6 +338,8 @@ static int seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size
         return !any_held || seg_pull_contiguous(c);
     }
     /* Past a hole: keep it for the in-order stream, and tell the SSL. */
+    if (!seg_store_window_ok(c, offset, len))
+        return 0;
     switch (seg_store_insert(c, offset, data, len)) {
     case UTLS_REASM_STORED:
         seg_queue_event(c, offset, len, arrival_ns);
@@ -821,8 +844,14 @@ static int utcp_pump(BIO *b, seg_ctx *c)
         return n == 0 ? 0 : -1;
     }
     if (n < 5) {
-        utls_raise(UTLS_R_BAD_UTCP_UNIT, "%d bytes", n);
-        return 1; /* skip it: the in-order stream is unaffected */
+        /*
+         * Too short to carry an offset: skip it, like a segment outside the
+         * window; the in-order stream is unaffected. Nothing goes on the
+         * error queue: the SSL_read() under way goes on (or retries), and
+         * SSL_get_error() would report any queued error as SSL_ERROR_SSL,
+         * making a read that should retry look fatal.
+         */
+        return 1;
     }
     if (!utcp_extend(c, ((uint32_t)c->unit[1] << 24) | ((uint32_t)c->unit[2] << 16)
                             | ((uint32_t)c->unit[3] << 8) | c->unit[4], &off))

@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
-# run-fuzzers.sh [seconds]: builds the core fuzz targets with clang and
+# run-fuzzers.sh [seconds]: builds the fuzz targets with clang and
 # libFuzzer + ASan + UBSan into build-fuzz/ and runs each for the given number
 # of seconds (default 600), starting from (and adding to a copy of) its seed
 # corpus. Prints each target's execution count. Exit status is non-zero if
-# any target found a crash. UTLS_FUZZ_PARALLEL=1 runs the targets at once.
+# any target found a crash. UTLS_FUZZ_PARALLEL=1 runs the targets at once;
+# UTLS_FUZZ_TARGETS="fuzz_receiver ..." runs only those; UTLS_FUZZ_ARGS adds
+# libFuzzer flags (e.g. "-seed=2 -len_control=20").
+#
+# fuzz_cobs, fuzz_reasm, fuzz_scan, fuzz_ucobs: core/ on its own.
+# fuzz_streams: the sub-stream reorder buffer (openssl-patch/src).
+# fuzz_receiver: the fork's whole out-of-order receive path (see the header
+#   of fuzz_receiver.c: a real handshake per input, then a program of genuine,
+#   duplicated, tampered and forged segments and reads, with a ground-truth
+#   oracle). It needs the fork itself instrumented: a CMake tree of its own,
+#   build-fuzz/receiver, configured with clang and
+#   -fsanitize=fuzzer-no-link,address,undefined (UTLS_LIBFUZZER=ON), in which
+#   only the target is built; it links the fork's objects directly, so that
+#   coverage guidance and ASan cover libssl, our hooks and the glue.
 set -euo pipefail
 
 seconds=${1:-600}
@@ -28,13 +41,35 @@ done
     "$here/fuzz_streams.c" "$root/openssl-patch/src/utls_streamq.c"
 targets+=(fuzz_streams)
 
+# The receive path: the fork built with coverage instrumentation.
+san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+san="$san -fno-omit-frame-pointer"
+if [ ! -f "$out/receiver/build.ninja" ]; then
+    cmake -S "$root" -B "$out/receiver" -G Ninja -DCMAKE_C_COMPILER="$cc" \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$san" \
+        -DUTLS_UPSTREAM_TESTS=OFF -DUTLS_LIBFUZZER=ON >"$out/receiver-configure.log" 2>&1 || {
+        echo "run-fuzzers: configuring $out/receiver failed (log: $out/receiver-configure.log)" >&2
+        exit 1
+    }
+fi
+cmake --build "$out/receiver" --target fuzz_receiver >"$out/receiver-build.log" 2>&1 || {
+    echo "run-fuzzers: building fuzz_receiver failed (log: $out/receiver-build.log)" >&2
+    exit 1
+}
+cp "$out/receiver/tests/fuzz/fuzz_receiver" "$out/fuzz_receiver"
+targets+=(fuzz_receiver)
+if [ -n "${UTLS_FUZZ_TARGETS:-}" ]; then
+    read -r -a targets <<<"$UTLS_FUZZ_TARGETS"
+fi
+
 run_one() {
     local t=$1
     local corpus="$out/corpus-$t"
     mkdir -p "$corpus" "$out/artifacts-$t"
     cp -n "$here/corpus/$t"/* "$corpus"/ 2>/dev/null || true
     local rc=0
-    "$out/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 \
+    # shellcheck disable=SC2086 # UTLS_FUZZ_ARGS: extra libFuzzer flags, split on spaces
+    "$out/$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 ${UTLS_FUZZ_ARGS:-} \
         -rss_limit_mb=2048 -artifact_prefix="$out/artifacts-$t/" "$corpus" \
         >"$out/$t.log" 2>&1 || rc=$?
     local runs

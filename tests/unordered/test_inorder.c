@@ -16,7 +16,9 @@
  *   - the arrival time read when a record authenticates in a call that asked
  *     for metadata is never one left from an earlier record, whatever call
  *     decrypted the next one (a call without metadata, a buffer too small,
- *     SSL_read_ex()).
+ *     SSL_read_ex());
+ *   - a zero-length buffer is refused as too small, in order as out of order;
+ *   - SSL_has_pending() reports records verified past a hole.
  *
  * Records 0, 1, 2 are written by the client; a push of record 2 before 1 makes
  * record 1 the hole.
@@ -293,6 +295,88 @@ static void test_inorder_arrival_never_stale(void **state)
     pair_free(&p);
 }
 
+/* A zero-length buffer is too small for any record: UTLS_R_BUFFER_TOO_SMALL,
+ * nothing consumed, on the in-order path exactly as out of order. Found by
+ * fuzz_receiver (tests/fuzz/corpus/fuzz_receiver/regress-zero-length-read):
+ * the in-order path returned 0 with no error, which SSL_get_error() reports
+ * as SSL_ERROR_SYSCALL, while a record waiting out of order gave
+ * UTLS_R_BUFFER_TOO_SMALL. */
+static void expect_too_small_empty(pair *p, int use_read_ex)
+{
+    uint8_t buf[1];
+    size_t n = 7;
+    unsigned long e;
+
+    ERR_clear_error();
+    if (use_read_ex) {
+        assert_false(SSL_read_ex(p->tls.s, buf, 0, &n));
+    } else {
+        assert_false(UTLS_read_record(p->tls.s, buf, 0, &n, NULL));
+    }
+    assert_int_equal(SSL_get_error(p->tls.s, 0), SSL_ERROR_SSL);
+    e = ERR_peek_error();
+    assert_int_equal(ERR_GET_LIB(e), UTLS_get_lib());
+    assert_int_equal(ERR_GET_REASON(e), UTLS_R_BUFFER_TOO_SMALL);
+    ERR_clear_error();
+}
+
+static void test_inorder_zero_length_buffer(void **state)
+{
+    pair p;
+    uint64_t t0;
+
+    (void)state;
+    pair_new(&p, SSL_MODE_UNORDERED);
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 0);
+    /* In order, the record not yet read into OpenSSL's buffer, then already
+     * in it (the first refusal read it): both refused, nothing lost. */
+    expect_too_small_empty(&p, 0);
+    expect_too_small_empty(&p, 1);
+    expect_record(&p, 0, 0, t0);
+    /* Out of order: record 2 past the hole of record 1. */
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 2);
+    expect_too_small_empty(&p, 0);
+    expect_record(&p, 2, 1, t0);
+    t0 = uh_monotonic_ns();
+    push(p.tls.seg, &p, 1);
+    expect_too_small_empty(&p, 1);
+    expect_record(&p, 1, 0, t0);
+    expect_want_read(&p);
+    assert_int_equal(stats(&p).records_in_order, 2);
+    assert_int_equal(stats(&p).records_out_of_order, 1);
+    pair_free(&p);
+}
+
+/* A record verified past a hole and not yet read is buffered, processed
+ * data: SSL_pending() counts it and SSL_has_pending() says so. Found by
+ * fuzz_receiver (tests/fuzz/corpus/fuzz_receiver/regress-has-pending):
+ * SSL_has_pending() returned 0 while SSL_pending() counted such a record. */
+static void test_inorder_has_pending_counts_ready_records(void **state)
+{
+    pair p;
+    uint8_t buf[RECORD_LEN + 100];
+    size_t n;
+    UTLS_RECORD_INFO info;
+
+    (void)state;
+    pair_new(&p, SSL_MODE_UNORDERED);
+    assert_int_equal(SSL_has_pending(p.tls.s), 0);
+    push(p.tls.seg, &p, 2);
+    push(p.tls.seg, &p, 1);
+    /* One read delivers one of the two; the other waits, verified. */
+    assert_true(UTLS_read_record(p.tls.s, buf, sizeof(buf), &n, &info));
+    assert_true(info.out_of_order);
+    assert_int_equal(SSL_pending(p.tls.s), RECORD_LEN);
+    assert_int_equal(SSL_has_pending(p.tls.s), 1);
+    assert_true(UTLS_read_record(p.tls.s, buf, sizeof(buf), &n, &info));
+    assert_true(info.out_of_order);
+    assert_int_equal(SSL_pending(p.tls.s), 0);
+    expect_want_read(&p);
+    pair_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +384,8 @@ int main(void)
         cmocka_unit_test(test_inorder_idle_read_sees_next_push),
         cmocka_unit_test(test_inorder_new_read_bio),
         cmocka_unit_test(test_inorder_arrival_never_stale),
+        cmocka_unit_test(test_inorder_zero_length_buffer),
+        cmocka_unit_test(test_inorder_has_pending_counts_ready_records),
     };
     return cmocka_run_group_tests_name("unordered-inorder", tests,
                                        uh_identity_setup, uh_identity_teardown);

@@ -11,7 +11,9 @@
  *   - a verified record evicted from the store and replaced by a forged copy
  *     is not skipped: the in-order path decrypts it and fails as stock
  *     OpenSSL would; replaced by an identical copy it authenticates and is
- *     still not delivered twice.
+ *     still not delivered twice;
+ *   - the receive window counts from the read point: a push that returned 1
+ *     never loses a byte.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -247,6 +249,49 @@ static void test_onestore_evicted_then_identical(void **state)
     run_evicted(0);
 }
 
+/* The receive window counts from the read point (docs/segment-bio.md,
+ * BOUNDS): a segment that ends past it is refused whole, so that a push that
+ * returned 1 never loses a byte. Found by fuzz_receiver
+ * (tests/fuzz/corpus/fuzz_receiver/regress-window-read-point): the push
+ * counted the window from the end of the in-order bytes, accepted a segment
+ * past a hole that reached beyond read point + window, and the store dropped
+ * that part silently; a forged copy pushed later then won in the in-order
+ * stream over genuine bytes that had been accepted first. */
+static void test_onestore_window_counts_from_read_point(void **state)
+{
+    enum { WINDOW = 4096, HOLE = 3000, HELD = 3500, END = 5000 };
+    static uint8_t genuine[END], forged[END], out[END];
+    BIO *seg = BIO_new(UTLS_BIO_s_segment());
+    unsigned long e;
+
+    (void)state;
+    assert_non_null(seg);
+    for (size_t i = 0; i < END; i++) {
+        genuine[i] = (uint8_t)(i * 7 + 1);
+        forged[i] = (uint8_t)~genuine[i];
+    }
+    assert_int_equal(UTLS_BIO_segment_set_window(seg, WINDOW), 1);
+    /* In order and unread: the read point stays at 0. */
+    assert_int_equal(UTLS_BIO_segment_push(seg, 0, genuine, HOLE), 1);
+    /* Past a hole, ending END bytes past the read point: refused whole. */
+    ERR_clear_error();
+    assert_int_equal(UTLS_BIO_segment_push(seg, HELD, genuine + HELD, END - HELD), 0);
+    e = ERR_peek_error();
+    assert_int_equal(ERR_GET_LIB(e), UTLS_get_lib());
+    assert_int_equal(ERR_GET_REASON(e), UTLS_R_OUTSIDE_WINDOW);
+    ERR_clear_error();
+    /* Read: the window moves on, and the same segment fits. */
+    assert_int_equal(BIO_read(seg, out, HOLE), HOLE);
+    assert_int_equal(UTLS_BIO_segment_push(seg, HELD, genuine + HELD, END - HELD), 1);
+    /* A conflicting copy of everything: the first copy of every byte it
+     * accepted wins. */
+    assert_int_equal(UTLS_BIO_segment_push(seg, HOLE, forged + HOLE, END - HOLE), 1);
+    assert_int_equal(BIO_read(seg, out + HOLE, END - HOLE), END - HOLE);
+    assert_memory_equal(out + HELD, genuine + HELD, END - HELD);
+    assert_memory_equal(out + HOLE, forged + HOLE, HELD - HOLE);
+    BIO_free(seg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_onestore_skips_verified_records),
         cmocka_unit_test(test_onestore_evicted_then_forged),
         cmocka_unit_test(test_onestore_evicted_then_identical),
+        cmocka_unit_test(test_onestore_window_counts_from_read_point),
     };
     return cmocka_run_group_tests_name("unordered-onestore", tests,
                                        uh_identity_setup, uh_identity_teardown);

@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include "uharness.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -97,8 +99,19 @@ int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_m
 int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode,
                           const char *tls12_cipher)
 {
+    uh_pair_opts o;
+
+    memset(&o, 0, sizeof(o));
+    o.server_mode = server_mode;
+    o.tls12_cipher = tls12_cipher;
+    return uh_seg_pair_new_opts(p, key, cert, &o);
+}
+
+int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o)
+{
     uint8_t buf[65536];
     int n;
+    BIO *sbio;
 
     memset(p, 0, sizeof(*p));
     p->sctx = SSL_CTX_new(TLS_server_method());
@@ -107,29 +120,52 @@ int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t se
         || !SSL_CTX_use_PrivateKey(p->sctx, key)) {
         return 0;
     }
-    if (tls12_cipher == NULL) {
+    if (o->tls12_cipher == NULL) {
         SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
         SSL_CTX_set_num_tickets(p->sctx, 0);
     } else if (!SSL_CTX_set_max_proto_version(p->cctx, TLS1_2_VERSION)
-               || !SSL_CTX_set_cipher_list(p->cctx, tls12_cipher)) {
+               || !SSL_CTX_set_cipher_list(p->cctx, o->tls12_cipher)
+               || !SSL_CTX_set_cipher_list(p->sctx, o->tls12_cipher)) {
+        /* The server too: its default list leaves out some suites (CCM). */
         return 0;
+    }
+    if (o->tls13_suites != NULL && (!SSL_CTX_set_ciphersuites(p->cctx, o->tls13_suites)
+                                    || !SSL_CTX_set_ciphersuites(p->sctx, o->tls13_suites))) {
+        return 0;
+    }
+    if (o->no_etm) {
+        SSL_CTX_set_options(p->cctx, SSL_OP_NO_ENCRYPT_THEN_MAC);
     }
     p->c = SSL_new(p->cctx);
     p->s = SSL_new(p->sctx);
     p->c_in = BIO_new(BIO_s_mem());
     p->c_out = BIO_new(BIO_s_mem());
-    p->seg = BIO_new(UTLS_BIO_s_segment());
-    if (p->c == NULL || p->s == NULL || p->c_in == NULL || p->c_out == NULL || p->seg == NULL) {
+    if (o->utcp) {
+        p->utcp = BIO_new(UTLS_BIO_f_utcp());
+        p->units = BIO_new(uh_BIO_s_units());
+        if (p->utcp != NULL && p->units != NULL) {
+            BIO_push(p->utcp, p->units);
+        }
+        sbio = p->utcp;
+    } else {
+        p->seg = BIO_new(UTLS_BIO_s_segment());
+        sbio = p->seg;
+    }
+    if (p->c == NULL || p->s == NULL || p->c_in == NULL || p->c_out == NULL || sbio == NULL
+        || (o->utcp && p->units == NULL)) {
         BIO_free(p->c_in);
         BIO_free(p->c_out);
-        BIO_free(p->seg);
-        p->c_in = p->c_out = p->seg = NULL;
+        BIO_free_all(sbio);
+        if (o->utcp && p->utcp == NULL) {
+            BIO_free(p->units);
+        }
+        p->c_in = p->c_out = p->seg = p->utcp = p->units = NULL;
         return 0;
     }
     SSL_set_bio(p->c, p->c_in, p->c_out);
-    SSL_set_bio(p->s, p->seg, p->seg);
-    if (server_mode != 0) {
-        SSL_set_mode(p->s, (long)server_mode);
+    SSL_set_bio(p->s, sbio, sbio);
+    if (o->server_mode != 0) {
+        SSL_set_mode(p->s, (long)o->server_mode);
     }
     SSL_set_connect_state(p->c);
     SSL_set_accept_state(p->s);
@@ -141,16 +177,199 @@ int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t se
         SSL_do_handshake(p->c);
         SSL_do_handshake(p->s);
         while ((n = BIO_read(p->c_out, buf, sizeof(buf))) > 0) {
-            if (!UTLS_BIO_segment_push(p->seg, p->base, buf, (size_t)n)) {
+            if (!uh_pair_push(p, p->base, buf, (size_t)n)) {
                 return 0;
             }
             p->base += (uint64_t)n;
         }
-        while ((k = UTLS_BIO_segment_take_output(p->seg, buf, sizeof(buf))) > 0) {
+        while ((k = uh_pair_take_output(p, buf, sizeof(buf))) > 0) {
             BIO_write(p->c_in, buf, (int)k);
+        }
+        if (SSL_is_init_finished(p->s) && SSL_is_init_finished(p->c)) {
+            break;
         }
     }
     return SSL_is_init_finished(p->s);
+}
+
+/* A uTCP unit's data: at most 64 KiB, as UTLS_BIO_f_utcp() reads them. */
+#define UH_UTCP_UNIT_DATA 65536
+
+static int utcp_unit(uh_seg_pair *p, uint8_t flags, uint64_t offset, const void *data,
+                     size_t len)
+{
+    static uint8_t unit[5 + UH_UTCP_UNIT_DATA];
+
+    unit[0] = flags;
+    put_u32(unit + 1, (uint32_t)offset);
+    if (len > 0) {
+        memcpy(unit + 5, data, len);
+    }
+    return uh_units_push(p->units, unit, 5 + len);
+}
+
+int uh_pair_push(uh_seg_pair *p, uint64_t offset, const void *data, size_t len)
+{
+    if (p->seg != NULL) {
+        return UTLS_BIO_segment_push(p->seg, offset, data, len);
+    }
+    if (p->units == NULL) {
+        return 0;
+    }
+    for (size_t off = 0; off < len || (len == 0 && off == 0);) {
+        size_t n = len - off < UH_UTCP_UNIT_DATA ? len - off : UH_UTCP_UNIT_DATA;
+        if (!utcp_unit(p, 0, offset + off, (const uint8_t *)data + off, n)) {
+            return 0;
+        }
+        off += n;
+        if (len == 0) {
+            break;
+        }
+    }
+    return 1;
+}
+
+int uh_pair_push_eof(uh_seg_pair *p, uint64_t offset)
+{
+    if (p->seg != NULL) {
+        return UTLS_BIO_segment_push_eof(p->seg, offset);
+    }
+    return p->units != NULL && utcp_unit(p, UTLS_UTCP_FLAG_EOF, offset, NULL, 0);
+}
+
+size_t uh_pair_take_output(uh_seg_pair *p, uint8_t *buf, size_t len)
+{
+    if (p->seg != NULL) {
+        return UTLS_BIO_segment_take_output(p->seg, buf, len);
+    }
+    return p->units != NULL ? uh_units_take_output(p->units, buf, len) : 0;
+}
+
+/* --- The unit queue BIO -------------------------------------------------- */
+
+typedef struct uh_unit_st {
+    struct uh_unit_st *next;
+    size_t len;
+    uint8_t data[];
+} uh_unit;
+
+typedef struct {
+    uh_unit *head, *tail;
+    BIO *out; /* what the SSL wrote */
+} uh_units;
+
+static int units_new(BIO *b)
+{
+    uh_units *u = calloc(1, sizeof(*u));
+    if (u == NULL || (u->out = BIO_new(BIO_s_mem())) == NULL) {
+        free(u);
+        return 0;
+    }
+    BIO_set_data(b, u);
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static int units_free(BIO *b)
+{
+    uh_units *u = BIO_get_data(b);
+    if (u == NULL) {
+        return 1;
+    }
+    while (u->head != NULL) {
+        uh_unit *n = u->head->next;
+        free(u->head);
+        u->head = n;
+    }
+    BIO_free(u->out);
+    free(u);
+    BIO_set_data(b, NULL);
+    return 1;
+}
+
+static int units_read(BIO *b, char *out, int outl)
+{
+    uh_units *u = BIO_get_data(b);
+    uh_unit *h = u->head;
+
+    BIO_clear_retry_flags(b);
+    if (h == NULL) {
+        BIO_set_retry_read(b);
+        return -1;
+    }
+    size_t n = h->len < (size_t)outl ? h->len : (size_t)outl;
+    memcpy(out, h->data, n);
+    u->head = h->next;
+    if (u->head == NULL) {
+        u->tail = NULL;
+    }
+    free(h);
+    return (int)n;
+}
+
+static int units_write(BIO *b, const char *in, int inl)
+{
+    uh_units *u = BIO_get_data(b);
+    BIO_clear_retry_flags(b);
+    return BIO_write(u->out, in, inl);
+}
+
+static long units_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    uh_units *u = BIO_get_data(b);
+    (void)num;
+    (void)ptr;
+    switch (cmd) {
+    case BIO_CTRL_FLUSH:
+        return 1;
+    case BIO_CTRL_PENDING:
+        return u->head != NULL ? (long)u->head->len : 0;
+    default:
+        return 0;
+    }
+}
+
+const BIO_METHOD *uh_BIO_s_units(void)
+{
+    static BIO_METHOD *m;
+    if (m == NULL) {
+        m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "uharness units");
+        if (m == NULL || !BIO_meth_set_create(m, units_new) || !BIO_meth_set_destroy(m, units_free)
+            || !BIO_meth_set_read(m, units_read) || !BIO_meth_set_write(m, units_write)
+            || !BIO_meth_set_ctrl(m, units_ctrl)) {
+            BIO_meth_free(m);
+            m = NULL;
+        }
+    }
+    return m;
+}
+
+int uh_units_push(BIO *b, const void *data, size_t len)
+{
+    uh_units *u = BIO_get_data(b);
+    uh_unit *h = malloc(sizeof(*h) + len);
+    if (u == NULL || h == NULL) {
+        free(h);
+        return 0;
+    }
+    h->next = NULL;
+    h->len = len;
+    memcpy(h->data, data, len);
+    if (u->tail != NULL) {
+        u->tail->next = h;
+    } else {
+        u->head = h;
+    }
+    u->tail = h;
+    return 1;
+}
+
+size_t uh_units_take_output(BIO *b, void *buf, size_t len)
+{
+    uh_units *u = BIO_get_data(b);
+    int n = len > INT_MAX ? INT_MAX : (int)len;
+    n = BIO_read(u->out, buf, n);
+    return n > 0 ? (size_t)n : 0;
 }
 
 void uh_seg_pair_free(uh_seg_pair *p)

@@ -66,7 +66,23 @@ typedef struct {
     BIO *c_in, *c_out; /* the client's memory BIOs (owned by |c|) */
     BIO *seg;          /* the server's segment BIO (owned by |s|) */
     uint64_t base;     /* stream offset of the next byte the client writes */
+    BIO *utcp;         /* with uh_pair_opts.utcp: the server's uTCP filter BIO
+                        * (owned by |s|), |seg| is then NULL */
+    BIO *units;        /* ... and the unit queue under it (owned by |utcp|) */
 } uh_seg_pair;
+
+/* uh_pair_opts: what uh_seg_pair_new_opts sets up. Zero is uh_seg_pair_new's
+ * TLS 1.3 pair. */
+typedef struct {
+    uint64_t server_mode;       /* SSL_set_mode on the server (0: none) */
+    const char *tls12_cipher;   /* non-NULL: client limited to TLS 1.2 with
+                                 * this cipher list */
+    const char *tls13_suites;   /* non-NULL: both ends' TLS 1.3 ciphersuites */
+    int no_etm;                 /* client: SSL_OP_NO_ENCRYPT_THEN_MAC (TLS 1.2
+                                 * CBC then uses MAC-then-encrypt) */
+    int utcp;                   /* server reads through UTLS_BIO_f_utcp() over
+                                 * an in-memory unit queue (uh_BIO_s_units) */
+} uh_pair_opts;
 
 /* uh_seg_pair_new fills |p|: a server with |key|/|cert| (borrowed; the
  * contexts take their own references), no session tickets, SSL_set_mode
@@ -80,6 +96,42 @@ int uh_seg_pair_new(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_m
  * and the cipher list |tls12_cipher| (NULL: exactly uh_seg_pair_new). */
 int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t server_mode,
                           const char *tls12_cipher);
+
+/* uh_seg_pair_new_opts is uh_seg_pair_new with the options |o| (copied).
+ * Returns 1 if the server finished the handshake, 0 otherwise (|p| must
+ * still be freed with uh_seg_pair_free). */
+int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o);
+
+/* uh_pair_push gives the server |len| bytes of the client's stream at stream
+ * offset |offset|: UTLS_BIO_segment_push on the segment BIO, or one uTCP
+ * unit per 64 KiB (flags, 32-bit offset, data) queued for the uTCP BIO.
+ * Returns what UTLS_BIO_segment_push returns (1 for a queued unit). */
+int uh_pair_push(uh_seg_pair *p, uint64_t offset, const void *data, size_t len);
+
+/* uh_pair_push_eof marks the end of the client's stream at |offset| (a uTCP
+ * unit with UTLS_UTCP_FLAG_EOF on the uTCP transport). Returns 1 or 0. */
+int uh_pair_push_eof(uh_seg_pair *p, uint64_t offset);
+
+/* uh_pair_take_output moves up to |len| bytes the server wrote into |buf|;
+ * returns how many. */
+size_t uh_pair_take_output(uh_seg_pair *p, uint8_t *buf, size_t len);
+
+/*-
+ * uh_BIO_s_units: an in-memory stand-in for a SOCK_SEQPACKET socket under
+ * the uTCP BIO. uh_units_push() queues one unit; each BIO_read() returns one
+ * whole unit (cut to the read's length) or retries when none is queued;
+ * BIO_write() appends to an output buffer that uh_units_take_output()
+ * drains. Not thread-safe.
+ */
+const BIO_METHOD *uh_BIO_s_units(void);
+
+/* uh_units_push queues a copy of |len| bytes as one unit on |b|. Returns 1,
+ * or 0 if memory ran out. */
+int uh_units_push(BIO *b, const void *data, size_t len);
+
+/* uh_units_take_output moves up to |len| written bytes of |b| into |buf|
+ * and returns how many. */
+size_t uh_units_take_output(BIO *b, void *buf, size_t len);
 
 /* uh_seg_pair_free frees what uh_seg_pair_new made (the SSLs own the BIOs). */
 void uh_seg_pair_free(uh_seg_pair *p);
