@@ -290,12 +290,16 @@ static int corrupt(void)
     return g.strict_bad < g.wire_len;
 }
 
+static uint64_t block_checks_bound(const UTLS_STATS *st)
+{
+    return BLOCK_CHECKS_IN_ORDER * (uint64_t)(g.num_recs + 1)
+           + BLOCK_CHECKS_PER_TRY * (st->headers_found + FAILED_HITS_PER_PASS * g.passes);
+}
+
 static void check_block_checks(const UTLS_STATS *st)
 {
     uint64_t checks = st->ern_block_checks - g.st0.ern_block_checks;
-    uint64_t bound = BLOCK_CHECKS_IN_ORDER * (uint64_t)(g.num_recs + 1)
-                     + BLOCK_CHECKS_PER_TRY
-                           * (st->headers_found + FAILED_HITS_PER_PASS * g.passes);
+    uint64_t bound = block_checks_bound(st);
     if (checks > bound) {
         fprintf(stderr, "fuzz_ern: %llu block checks, bound %llu\n",
                 (unsigned long long)checks, (unsigned long long)bound);
@@ -859,13 +863,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr,
                 "suite %u flags 0x%02x messages %zu written %zu: delivered %zu, in order %llu, "
                 "out of order %llu, skipped %llu, probes %llu, block checks %llu, headers "
-                "%llu, passes %llu, forged %d, corrupt %d, dead %d\n",
+                "%llu, passes %llu, bound %llu, forged %d, corrupt %d, dead %d\n",
                 suite_i, flags, num, g.num_written, g.num_delivered,
                 (unsigned long long)st.records_in_order,
                 (unsigned long long)st.records_out_of_order,
                 (unsigned long long)st.records_skipped, (unsigned long long)st.probes,
                 (unsigned long long)(st.ern_block_checks - g.st0.ern_block_checks),
-                (unsigned long long)st.headers_found, (unsigned long long)g.passes, g.forged,
+                (unsigned long long)st.headers_found, (unsigned long long)g.passes,
+                (unsigned long long)block_checks_bound(&st), g.forged,
                 corrupt(), g.dead);
     }
     uh_seg_pair_free(&g.p);
