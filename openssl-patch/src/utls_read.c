@@ -636,8 +636,13 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
     if (type == SSL3_RT_APPLICATION_DATA && c->ern_tokens_ready) {
         /* The number (checked by the block test for |numbered|, which the
          * AEAD check now confirmed), or the peer's switch record: stripped
-         * here; the switch itself takes effect only in order. */
-        if (utls_ern_strip(s, c, &pt, &pt_len, seq, numbered) < 0)
+         * here; the switch itself takes effect only in order. Past the
+         * peer's switch point (in order) every application record carries
+         * its number, also one that verified through the predicted
+         * candidates because its number search came up empty (a replayed
+         * copy elsewhere had taken the number): it must carry |seq| and
+         * lose it, or its number would reach the application. */
+        if (utls_ern_strip(s, c, &pt, &pt_len, seq, numbered || c->ern_rx) < 0)
             return 0;
     }
     /* Authenticated: a true record boundary with a known number. */

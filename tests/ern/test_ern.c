@@ -1015,6 +1015,58 @@ static void replay_fatal(int plain_server)
     g_plain_server = 0;
 }
 
+/*
+ * A tampered copy of a record past a hole takes the record's number (its
+ * first cipher block is intact, so the one-block test matches) and then
+ * fails its full check; a genuine copy of the same record at another offset
+ * no longer finds that number (taken at another offset) and verifies through
+ * the predicted candidates. It must still lose its 8-byte number before it
+ * reaches the application (found by fuzz_ern; the input is
+ * tests/fuzz/corpus/fuzz_ern/regress-unstripped-number).
+ */
+static void number_stripped_after_tampered_copy(int arg)
+{
+    (void)arg;
+    enum { NUM = 12, LEN = 400 };
+    static unsigned char wire[NUM * (LEN + UTLS_ERN_SEAL_OVERHEAD)];
+    static unsigned char copy[LEN + UTLS_ERN_SEAL_OVERHEAD];
+    size_t off[NUM + 1], wire_len = 0, i;
+    uint8_t m[LEN];
+    uint64_t base;
+    pair p;
+    int n;
+
+    seal_ready(&p, NUM + 1);
+    for (i = 0; i < NUM; i++) {
+        assert_true(uh_msg_build(m, (uint32_t)(i + 1), LEN));
+        assert_int_equal(SSL_write(p.c, m, LEN), LEN);
+    }
+    while ((n = BIO_read(p.c_out, wire + wire_len, (int)(sizeof(wire) - wire_len))) > 0)
+        wire_len += (size_t)n;
+    for (i = 0, off[0] = 0; i < NUM; i++) {
+        assert_true(off[i] + 5 <= wire_len);
+        off[i + 1] = off[i] + 5 + ((size_t)wire[off[i] + 3] << 8 | wire[off[i] + 4]);
+    }
+    assert_int_equal(off[NUM], wire_len);
+    /* Equal messages, equal record lengths: a copy fits another's place. */
+    assert_int_equal(off[4] - off[3], off[3] - off[2]);
+    base = p.s_off;
+    /* A hole at records 0..5; records 6.. arrive (anchors for the predictor). */
+    assert_true(UTLS_BIO_segment_push(p.seg, base + off[6], wire + off[6], wire_len - off[6]));
+    read_all(&p);
+    /* Record 2 tampered in its last byte (tag or MAC), at its own place. */
+    memcpy(copy, wire + off[2], off[3] - off[2]);
+    copy[off[3] - off[2] - 1] ^= 1;
+    assert_true(UTLS_BIO_segment_push(p.seg, base + off[2], copy, off[3] - off[2]));
+    read_all(&p);
+    /* A genuine copy of record 2 in record 4's place. */
+    assert_true(UTLS_BIO_segment_push(p.seg, base + off[4], wire + off[2], off[3] - off[2]));
+    read_all(&p);
+    /* Whatever was delivered is an intact message, each at most once. */
+    assert_int_equal(p.bad, 0);
+    free_pair(&p);
+}
+
 /* A number a whole window above the highest the receiver saw is fatal
  * (UTLS_R_ERN_OUT_OF_WINDOW). A conforming sender cannot produce it: here
  * the record before it is written but never reaches the server. */
@@ -1674,6 +1726,8 @@ int main(int argc, char **argv)
         /* through the fork's out-of-order reader, then the stock in-order one */
         ERN_CASE(test_ern_seal_replay_fatal, replay_fatal, EACH_VERSION(0), EACH_VERSION(1)),
         ERN_CASE(test_ern_seal_beyond_window_fatal, beyond_window_fatal, EACH_VERSION(0)),
+        ERN_CASE(test_ern_number_stripped_after_tampered_copy, number_stripped_after_tampered_copy,
+                 EACH_VERSION(0)),
         cmocka_unit_test_setup(test_ern_seal_refused, reset_globals),
         cmocka_unit_test_setup(test_ern_seal_keyupdate, reset_globals),
         cmocka_unit_test_setup(test_ern12_seal_renegotiation_refused, reset_globals),

@@ -58,6 +58,7 @@
 #include <openssl/ssl.h>
 #include <openssl/utls.h>
 
+#include "fuzz_input.h"
 #include "uharness.h"
 
 #define CHECK(c)                                                                          \
@@ -205,34 +206,6 @@ static EVP_PKEY *g_key;
 static X509 *g_cert;
 static uint8_t g_buf[SSL3_RT_MAX_PLAIN_LENGTH + 1024];
 static uint8_t g_forged[MAX_FORGED + 8];
-
-typedef struct {
-    const uint8_t *p;
-    size_t len;
-} cursor;
-
-static unsigned get_u8(cursor *c)
-{
-    if (c->len == 0) {
-        return 0;
-    }
-    c->len--;
-    return *c->p++;
-}
-
-static unsigned get_u16(cursor *c)
-{
-    unsigned hi = get_u8(c);
-    return (hi << 8) | get_u8(c);
-}
-
-static uint32_t rng_next(uint32_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return *s;
-}
 
 /* note_push records |len| bytes |data| pushed at data-phase offset |rel|
  * (may lie outside the data phase) for the oracle. */
@@ -629,7 +602,7 @@ static size_t msg_len_for(uint32_t i, unsigned flags, uint32_t *rng)
                   : (flags & FLAG_TINY) ? 48
                                         : 1500;
     if (flags & FLAG_VARIABLE) {
-        return UH_MSG_MIN + rng_next(rng) % (span + 1);
+        return UH_MSG_MIN + fuzz_rng_next(rng) % (span + 1);
     }
     (void)i;
     return UH_MSG_MIN + (*rng % (span + 1));
@@ -644,7 +617,7 @@ static void setup_identity(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    cursor in = {data, size};
+    fuzz_cursor in = {data, size};
     uint8_t msg[MAX_MSG];
 
     setup_identity();
@@ -654,10 +627,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 4) {
         return 0;
     }
-    unsigned suite_i = get_u8(&in) % NUM_SUITES;
-    unsigned flags = get_u8(&in);
-    size_t num = 1 + get_u8(&in) % MAX_RECORDS;
-    uint32_t rng = 0x9e3779b9u ^ (get_u8(&in) * 0x01000193u);
+    unsigned suite_i = fuzz_get_u8(&in) % NUM_SUITES;
+    unsigned flags = fuzz_get_u8(&in);
+    size_t num = 1 + fuzz_get_u8(&in) % MAX_RECORDS;
+    uint32_t rng = 0x9e3779b9u ^ (fuzz_get_u8(&in) * 0x01000193u);
     const suite *su = &suites[suite_i];
     if (flags & FLAG_LARGE) {
         num = 1 + num % 6; /* bounds the wire */
@@ -756,16 +729,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* The program. */
     for (size_t ops = 0; in.len > 0 && ops < MAX_OPS; ops++) {
-        unsigned op = get_u8(&in) % NUM_OPS;
-        grec *r = &g.recs[get_u8(&in) % g.num_recs];
+        unsigned op = fuzz_get_u8(&in) % NUM_OPS;
+        grec *r = &g.recs[fuzz_get_u8(&in) % g.num_recs];
         switch (op) {
         case OP_PUSH_RECORD:
             push_genuine(r->off, r->wire_len);
             break;
         case OP_PUSH_RANGE: {
-            uint64_t a = r->off + get_u8(&in) % r->wire_len;
-            grec *rb = &g.recs[get_u8(&in) % g.num_recs];
-            uint64_t b = rb->off + get_u8(&in) % (rb->wire_len + 1);
+            uint64_t a = r->off + fuzz_get_u8(&in) % r->wire_len;
+            grec *rb = &g.recs[fuzz_get_u8(&in) % g.num_recs];
+            uint64_t b = rb->off + fuzz_get_u8(&in) % (rb->wire_len + 1);
             if (b < a) {
                 uint64_t t = a;
                 a = b;
@@ -775,14 +748,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case OP_PUSH_SPLIT: {
-            size_t cut = 1 + get_u16(&in) % r->wire_len;
+            size_t cut = 1 + fuzz_get_u16(&in) % r->wire_len;
             push_genuine(r->off + cut, r->wire_len - cut);
             push_genuine(r->off, cut);
             break;
         }
         case OP_FLIP: {
-            size_t pos = get_u16(&in) % r->wire_len;
-            unsigned bit = get_u8(&in) % 8;
+            size_t pos = fuzz_get_u16(&in) % r->wire_len;
+            unsigned bit = fuzz_get_u8(&in) % 8;
             memcpy(g_forged, gw.wire + r->off, r->wire_len < MAX_FORGED ? r->wire_len : 0);
             if (r->wire_len <= MAX_FORGED) {
                 g_forged[pos] ^= (uint8_t)(1u << bit);
@@ -794,25 +767,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case OP_FORGE_RANDOM: {
-            unsigned hi = get_u8(&in);
-            int64_t rel = (int64_t)r->off + (int64_t)(int16_t)get_u16(&in) + (hi & 1) * 65536;
-            size_t len = 1 + get_u8(&in) * 8u;
-            uint32_t s = 0x2545f491u ^ (get_u8(&in) * 0x9e3779b1u) ^ (uint32_t)rel;
+            unsigned hi = fuzz_get_u8(&in);
+            int64_t rel = (int64_t)r->off + (int64_t)(int16_t)fuzz_get_u16(&in) + (hi & 1) * 65536;
+            size_t len = 1 + fuzz_get_u8(&in) * 8u;
+            uint32_t s = 0x2545f491u ^ (fuzz_get_u8(&in) * 0x9e3779b1u) ^ (uint32_t)rel;
             if (len > MAX_FORGED) {
                 len = MAX_FORGED;
             }
             for (size_t i = 0; i < len; i++) {
-                g_forged[i] = (uint8_t)rng_next(&s);
+                g_forged[i] = (uint8_t)fuzz_rng_next(&s);
             }
             push_forged(rel, g_forged, len);
             break;
         }
         case OP_FORGE_HEADER: {
             static const uint8_t types[] = {23, 22, 21, 20, 24, 0};
-            unsigned where = get_u8(&in);
-            unsigned type = types[get_u8(&in) % sizeof(types)];
-            unsigned len = get_u16(&in);
-            uint32_t s = 0x68e31da4u ^ (get_u8(&in) * 0x85ebca6bu);
+            unsigned where = fuzz_get_u8(&in);
+            unsigned type = types[fuzz_get_u8(&in) % sizeof(types)];
+            unsigned len = fuzz_get_u16(&in);
+            uint32_t s = 0x68e31da4u ^ (fuzz_get_u8(&in) * 0x85ebca6bu);
             int64_t rel = (int64_t)r->off;
             switch (where % 4) {
             case 0:
@@ -833,7 +806,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             g_forged[0] = (uint8_t)type;
             g_forged[1] = 3;
-            g_forged[2] = (s & 1) ? 3 : (uint8_t)(rng_next(&s) % 5);
+            g_forged[2] = (s & 1) ? 3 : (uint8_t)(fuzz_rng_next(&s) % 5);
             g_forged[3] = (uint8_t)(len >> 8);
             g_forged[4] = (uint8_t)len;
             size_t body = len < MAX_FORGED - 5 ? len : MAX_FORGED - 5;
@@ -841,14 +814,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 body = body / 2; /* header only in part */
             }
             for (size_t i = 0; i < body; i++) {
-                g_forged[5 + i] = (uint8_t)rng_next(&s);
+                g_forged[5 + i] = (uint8_t)fuzz_rng_next(&s);
             }
             push_forged(rel, g_forged, 5 + body);
             break;
         }
         case OP_RELOCATE: {
-            grec *dst = &g.recs[get_u8(&in) % g.num_recs];
-            int64_t shift = (int8_t)get_u8(&in);
+            grec *dst = &g.recs[fuzz_get_u8(&in) % g.num_recs];
+            int64_t shift = (int8_t)fuzz_get_u8(&in);
             size_t len = r->wire_len < MAX_FORGED ? r->wire_len : MAX_FORGED;
             if (dst == r && shift == 0) {
                 shift = 1;
@@ -860,7 +833,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_FAR: {
             size_t len = r->wire_len < MAX_FORGED ? r->wire_len : MAX_FORGED;
             memcpy(g_forged, gw.wire + r->off, len);
-            push_forged((int64_t)g.wire_len + SEG_WINDOW + get_u8(&in), g_forged, len);
+            push_forged((int64_t)g.wire_len + SEG_WINDOW + fuzz_get_u8(&in), g_forged, len);
             break;
         }
         case OP_READ_INFO:
@@ -878,12 +851,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_READ_SMALL: {
             /* In parts, an empty buffer is upstream's zero-length read (0,
              * no error): not exercised. */
-            size_t small = get_u16(&in) % (r->msg_len + 2);
+            size_t small = fuzz_get_u16(&in) % (r->msg_len + 2);
             do_read(READ_SMALL, g.partial_mode && small == 0 ? 1 : small);
             break;
         }
         case OP_EOF:
-            if (get_u8(&in) & 1) {
+            if (fuzz_get_u8(&in) & 1) {
                 ERR_clear_error();
                 CHECK(uh_pair_push_eof(&g.p, g.base + g.wire_len) == 1);
             } else {
@@ -898,7 +871,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         case OP_UNIT: {
-            unsigned sel = get_u8(&in);
+            unsigned sel = fuzz_get_u8(&in);
             if (g.p.units == NULL) {
                 ERR_clear_error();
                 if (!UTLS_BIO_segment_push(g.p.seg, g.base + r->off, g_forged, 0)) {

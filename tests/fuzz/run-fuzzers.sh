@@ -17,6 +17,9 @@
 #   -fsanitize=fuzzer-no-link,address,undefined (UTLS_LIBFUZZER=ON), in which
 #   only the target is built; it links the fork's objects directly, so that
 #   coverage guidance and ASan cover libssl, our hooks and the glue.
+# fuzz_ern: the receive path of explicit record numbers (see the header of
+#   fuzz_ern.c: a negotiated pair per input, a sender that seals, reorders
+#   and drops, then replays, flips and forgeries), built in the same tree.
 set -euo pipefail
 
 seconds=${1:-600}
@@ -52,12 +55,13 @@ if [ ! -f "$out/receiver/build.ninja" ]; then
         exit 1
     }
 fi
-cmake --build "$out/receiver" --target fuzz_receiver >"$out/receiver-build.log" 2>&1 || {
-    echo "run-fuzzers: building fuzz_receiver failed (log: $out/receiver-build.log)" >&2
+cmake --build "$out/receiver" --target fuzz_receiver fuzz_ern >"$out/receiver-build.log" 2>&1 || {
+    echo "run-fuzzers: building fuzz_receiver and fuzz_ern failed (log: $out/receiver-build.log)" >&2
     exit 1
 }
 cp "$out/receiver/tests/fuzz/fuzz_receiver" "$out/fuzz_receiver"
-targets+=(fuzz_receiver)
+cp "$out/receiver/tests/fuzz/fuzz_ern" "$out/fuzz_ern"
+targets+=(fuzz_receiver fuzz_ern)
 if [ -n "${UTLS_FUZZ_TARGETS:-}" ]; then
     read -r -a targets <<<"$UTLS_FUZZ_TARGETS"
 fi

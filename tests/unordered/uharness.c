@@ -122,7 +122,7 @@ int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pai
     }
     if (o->tls12_cipher == NULL) {
         SSL_CTX_set_min_proto_version(p->cctx, TLS1_3_VERSION);
-        SSL_CTX_set_num_tickets(p->sctx, 0);
+        SSL_CTX_set_num_tickets(p->sctx, (size_t)o->tls13_tickets);
     } else if (!SSL_CTX_set_max_proto_version(p->cctx, TLS1_2_VERSION)
                || !SSL_CTX_set_cipher_list(p->cctx, o->tls12_cipher)
                || !SSL_CTX_set_cipher_list(p->sctx, o->tls12_cipher)) {
@@ -166,6 +166,9 @@ int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pai
     SSL_set_bio(p->s, sbio, sbio);
     if (o->server_mode != 0) {
         SSL_set_mode(p->s, (long)o->server_mode);
+    }
+    if (o->client_mode != 0) {
+        SSL_set_mode(p->c, (long)o->client_mode);
     }
     SSL_set_connect_state(p->c);
     SSL_set_accept_state(p->s);

@@ -82,6 +82,10 @@ typedef struct {
                                  * CBC then uses MAC-then-encrypt) */
     int utcp;                   /* server reads through UTLS_BIO_f_utcp() over
                                  * an in-memory unit queue (uh_BIO_s_units) */
+    uint64_t client_mode;       /* SSL_set_mode on the client (0: none) */
+    int tls13_tickets;          /* TLS 1.3: session tickets the server sends
+                                 * after the handshake (0: none; the ERN offer
+                                 * rides in them, docs/ern.md) */
 } uh_pair_opts;
 
 /* uh_seg_pair_new fills |p|: a server with |key|/|cert| (borrowed; the
