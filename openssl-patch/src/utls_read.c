@@ -688,6 +688,32 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
  * (the current one, or with |next_key| the one a KeyUpdate would install)
  * for the plausible header |hit|. Returns 1 if the record verified.
  */
+/*
+ * inorder_partial_anchor: the in-order path has read the header of its next
+ * record but not all of its body (a hole inside or at the end of a record
+ * longer than a segment: a sender that writes 4 KB or 16 KB records). The
+ * record's number is the next in order and its header says where it ends,
+ * which anchors the numbers of the records past the hole. Returns 1 and
+ * fills |*a| if there is such a header. Not authenticated, but it is the
+ * in-order stream's own: if it is wrong, the in-order path fails on that
+ * record as stock OpenSSL would, and the connection ends.
+ */
+static int inorder_partial_anchor(SSL *s, const utls_conn *c, utls_seqpred_record *a)
+{
+    const SSL3_RECORD *rr = RECORD_LAYER_get_rrec(&s->rlayer);
+
+    if (!c->offset_known || s->max_pipelines > 1
+        || RECORD_LAYER_get_rstate(&s->rlayer) != SSL_ST_READ_BODY
+        || RECORD_LAYER_get_packet_length(&s->rlayer) < SSL3_RT_HEADER_LENGTH
+        || rr->rec_version == SSL2_VERSION)
+        return 0;
+    memset(a, 0, sizeof(*a));
+    a->offset = c->next_offset;
+    a->seq = PRED_SEQ(utls_inorder_seq(s));
+    a->wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
+    return 1;
+}
+
 static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit *hit,
                         const unsigned char *wire, const utls_seqpred_query *q,
                         uint64_t arrival_ns, size_t *allowance)
@@ -725,6 +751,12 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
             c->ern_ooo_verdict = r < 0 ? UTLS_ERN_OOO_MATCHED : UTLS_ERN_OOO_SETTLED;
             return r > 0;
         }
+    }
+    if (!next_key && pred != NULL && !c->ern_rx) {
+        utls_seqpred_record partial;
+
+        if (inorder_partial_anchor(s, c, &partial))
+            (void)utls_seqpred_add_anchor(pred, &partial); /* refused if inconsistent */
     }
     if (pred != NULL && utls_seqpred_num_anchors(pred) > 0) {
         /* The first record past a hole: when the predictor knows its most

@@ -223,6 +223,91 @@ static void run_chain(int split)
     chain_free(&ch);
 }
 
+/*
+ * A hole inside a record longer than a segment (senders that write 4 KB or
+ * 16 KB records, NSS's tstclnt among them): the in-order path has the long
+ * record's header, not its end. Its header anchors the numbers past the
+ * hole: the records behind it go early, also when the hole reaches into the
+ * next record's header; the sizes seen so far (one short record) rank the
+ * right number too far down to be tried within the probe limits.
+ */
+/* write_sized has the client send message |index| of |len| bytes in one
+ * record; returns the record's index. */
+static int write_sized(chain *ch, uint32_t index, size_t len)
+{
+    static uint8_t msg[UH_MSG_MAX];
+    int r;
+
+    assert_true(uh_msg_build(msg, index, len));
+    assert_int_equal(SSL_write(ch->p.c, msg, (int)len), (int)len);
+    r = take_records(ch);
+    assert_int_equal(r, ch->n - 1);
+    ch->is_app[r] = 1;
+    ch->msg_index[r] = index;
+    return r;
+}
+
+static void run_hole_in_long_record(int into_next)
+{
+    /* What tstclnt sent at 2% loss when the lock-out was found: one short
+     * record, one of 4000 bytes, then records of 50 to 1400 bytes. */
+    static const size_t after[] = {329, 162, 972, 70, 164, 152, 1281, 1508 - 22, 930, 193, 480,
+                                   331, 805, 499, 496, 159};
+    chain ch;
+    UTLS_STATS st;
+    int lr, nx, r, first_ooo;
+    size_t cut;
+
+    memset(&ch, 0, sizeof(ch));
+    assert_true(uh_seg_pair_new(&ch.p, uh_key, uh_cert, SSL_MODE_UNORDERED));
+    r = write_sized(&ch, 0, 425);
+    push(&ch, r);
+    read_record(&ch, r, 0, 0);
+    lr = write_sized(&ch, 1, 4000);
+    nx = write_sized(&ch, 2, after[0]);
+    for (size_t i = 1; i < sizeof(after) / sizeof(after[0]); i++)
+        write_sized(&ch, (uint32_t)(2 + i), after[i]);
+    /* The long record's first 1448 bytes arrive; the rest of it (and with
+     * |into_next| the next record's header too) is the hole. */
+    push_bytes(&ch, ch.off[lr], ch.wire[lr], 1448);
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    cut = into_next ? 20 : 0;
+    push_bytes(&ch, ch.off[nx] + cut, ch.wire[nx] + cut, ch.wire_len[nx] - cut);
+    first_ooo = into_next ? nx + 1 : nx;
+    if (!into_next)
+        read_record(&ch, nx, 1, 0);
+    for (r = nx + 1; r < ch.n; r++) {
+        push(&ch, r);
+        read_record(&ch, r, 1, 0);
+    }
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    st = stats(&ch);
+    assert_int_equal(st.records_out_of_order, (uint64_t)(ch.n - first_ooo));
+    /* The hole fills: the long record in order, the rest skipped. */
+    push(&ch, lr);
+    if (into_next) {
+        push(&ch, nx);
+        read_record(&ch, lr, 0, 0);
+        read_record(&ch, nx, 0, 0);
+    } else {
+        read_record(&ch, lr, 0, 0);
+    }
+    read_fails(&ch, SSL_ERROR_WANT_READ);
+    chain_free(&ch);
+}
+
+static void test_chain_hole_inside_long_record(void **state)
+{
+    (void)state;
+    run_hole_in_long_record(0);
+}
+
+static void test_chain_hole_into_next_header(void **state)
+{
+    (void)state;
+    run_hole_in_long_record(1);
+}
+
 static void test_chain_whole_records(void **state)
 {
     (void)state;
@@ -620,6 +705,8 @@ int main(void)
         cmocka_unit_test(test_chain_meets_hole_filling),
         cmocka_unit_test(test_chain_end_of_stream_after_chain),
         cmocka_unit_test(test_chain_nothing_to_read_in_order),
+        cmocka_unit_test(test_chain_hole_inside_long_record),
+        cmocka_unit_test(test_chain_hole_into_next_header),
     };
 
     return cmocka_run_group_tests_name("chain", tests, uh_identity_setup, uh_identity_teardown);

@@ -21,7 +21,10 @@
  * duplicated or forged); the out_of_order flag matches the ground truth; no
  * lock-out (a record that was complete past a hole when the hole was filled,
  * and was delivered later in order); and across the peer's ciphers some
- * records went out of order. One summary line per cipher.
+ * records went out of order. One summary line per cipher; with
+ * UTLS_INTEROP_DEBUG set in the environment, also the receiver's scan and
+ * probe counters and the first 40 records (offset, length, when complete,
+ * whether past a hole), for a lock-out's post-mortem.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -121,6 +124,7 @@ typedef struct relay {
     size_t nd, capd;
     uint64_t ooo, inorder, forged, dups, flag_mismatch, lockout_candidates;
     size_t bytes; /* plaintext delivered from genuine records */
+    uint64_t prehandshake_fills; /* holes filled before the handshake completed */
     uint8_t buf[UH_MSG_MAX + 2048];
 } relay;
 
@@ -216,7 +220,14 @@ static void relay_drain(relay *r)
 static int relay_on_delivery(void *arg, lossy_delivery *del)
 {
     relay *r = arg;
-    if (del->fills_hole) {
+    if (del->fills_hole && !r->handshake_done) {
+        /* A hole before the receiver's handshake is complete (its client
+         * Finished, or what precedes it, is missing): no application key
+         * yet, so nothing past it can be delivered out of order (fallback
+         * "handshake"; a server must not take application data before the
+         * client's Finished). Not a lock-out; counted. */
+        r->prehandshake_fills++;
+    } else if (del->fills_hole) {
         /* Whatever application record is complete past the hole now should
          * have been delivered; if it is delivered later, it was locked out. */
         for (size_t i = lossy_record_index_after(r->net, del->inorder_before);
@@ -608,17 +619,32 @@ static int run_case(const icase *c, uint64_t seed, uint64_t *ooo_total)
     }
     UTLS_STATS st;
     UTLS_get_stats(r.ssl, &st);
+    if (getenv("UTLS_INTEROP_DEBUG") != NULL) {
+        fprintf(stderr, "  DEBUG headers_found=%llu probe_limit_hits=%llu bytes_dropped=%llu "
+                        "fragments=%llu skipped=%llu\n",
+                (unsigned long long)st.headers_found, (unsigned long long)st.probe_limit_hits,
+                (unsigned long long)st.bytes_dropped, (unsigned long long)st.fragments,
+                (unsigned long long)st.records_skipped);
+        for (size_t i = 0; i < lossy_num_records(r.net) && i < 40; i++) {
+            lossy_record *rec = lossy_get_record(r.net, i);
+            fprintf(stderr, "  DEBUG rec %zu off %llu len %zu type %d after_hole %d complete_at %llu delivered %d\n",
+                    i, (unsigned long long)rec->offset, rec->wire_len, rec->type, rec->after_hole,
+                    (unsigned long long)rec->complete_at, rec->delivered);
+        }
+    }
     const lossy_counters *lc = lossy_get_counters(r.net);
     uint64_t lost = pos < ilen ? ilen - pos : 0;
     printf("[interop] %-7s %-30s %s seed=0x%llx peer=%s records=%llu in_order=%llu "
            "out_of_order=%llu bytes=%zu/%zu lost=%llu dup=%llu forged=%llu lockouts=%llu "
-           "| segs=%llu drops=%llu holes=%llu | probes=%llu soft=%llu fallback=%s\n",
+           "| segs=%llu drops=%llu holes=%llu (%llu before the handshake completed) "
+           "| probes=%llu soft=%llu fallback=%s\n",
            peer_name(), c->label, c->version == TLS1_3_VERSION ? "TLS1.3" : "TLS1.2",
            (unsigned long long)seed, lib_ok ? libwhat : "WRONG", (unsigned long long)app_records,
            (unsigned long long)r.inorder, (unsigned long long)r.ooo, pos, ilen,
            (unsigned long long)lost, (unsigned long long)r.dups, (unsigned long long)r.forged,
            (unsigned long long)lockouts, (unsigned long long)lc->segments,
            (unsigned long long)lc->drops, (unsigned long long)lc->holes_filled,
+           (unsigned long long)r.prehandshake_fills,
            (unsigned long long)st.probes, (unsigned long long)st.soft_failures,
            UTLS_fallback_string(st.fallback));
     fflush(stdout);
