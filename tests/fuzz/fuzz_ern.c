@@ -66,6 +66,7 @@
 #include "fuzz_input.h"
 #include "uharness.h"
 
+
 #define CHECK(c)                                                                     \
     do {                                                                             \
         if (!(c)) {                                                                  \
@@ -162,44 +163,22 @@ enum op {
     NUM_OPS
 };
 
-typedef struct {
-    uint64_t off;   /* in the data phase (add g.base for the stream) */
-    size_t wire_len;
-    int app;        /* an application record (else KeyUpdate/alert) */
-    uint32_t index; /* message index (app) */
-    size_t msg_len;
-    uint32_t gen;
-    uint64_t seq;   /* its number (app) */
-    size_t have;    /* bytes of it pushed so far */
-    int complete_early;
-} grec;
+#define FUZZ_WIRE_MAX MAX_WIRE
+#define FUZZ_WIRE_MAX_RECORDS MAX_WIRE_RECORDS
+#include "fuzz_wire.h"
 
 static struct {
     uh_seg_pair p;
-    uint64_t base;
-    size_t wire_len;
-    size_t contig;
-    grec recs[MAX_WIRE_RECORDS];
-    size_t num_recs;
     size_t num_msgs;
     int dropped[MAX_RECORDS];
     size_t num_written;
     int delivered[MAX_RECORDS];
     size_t num_delivered;
-    int forged;
-    uint64_t strict_bad; /* first offset whose first copy was wrong */
     int dead;
     int closed;
-    uint64_t passes;     /* pushes and reads: the receiver's passes */
+    uint64_t reads;      /* read calls (with gw.pushes: the receiver's passes) */
     UTLS_STATS st0;      /* the statistics after the negotiation */
 } g;
-
-static struct {
-    uint8_t wire[MAX_WIRE];
-    uint8_t have[MAX_WIRE];
-    uint8_t first[MAX_WIRE]; /* the first byte pushed at each offset */
-    uint8_t rec_of[MAX_WIRE];
-} gw;
 
 static EVP_PKEY *g_key;
 static X509 *g_cert;
@@ -207,93 +186,15 @@ static uint8_t g_buf[SSL3_RT_MAX_PLAIN_LENGTH + 1024];
 static uint8_t g_forged[MAX_FORGED + 8];
 static uint8_t g_sealed[MAX_BATCH][UTLS_ERN_SEAL_MAX_RECORD];
 
-static int g_trace = -1;
-
-#define TRACE(...)                        \
-    do {                                  \
-        if (g_trace > 0) {                \
-            fprintf(stderr, __VA_ARGS__); \
-        }                                 \
-    } while (0)
-
-/* note_push records |len| bytes |data| pushed at data-phase offset |rel|. */
-static void note_push(int64_t rel, const uint8_t *data, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        int64_t o = rel + (int64_t)i;
-        if (o < 0 || (uint64_t)o >= g.wire_len) {
-            continue;
-        }
-        size_t u = (size_t)o;
-        if (gw.have[u]) {
-            continue;
-        }
-        gw.have[u] = 1;
-        gw.first[u] = data[i];
-        while (g.contig < g.wire_len && gw.have[g.contig]) {
-            g.contig++;
-        }
-        if (data[i] != gw.wire[u] && (uint64_t)u < g.strict_bad) {
-            g.strict_bad = u;
-        }
-        grec *r = &g.recs[gw.rec_of[u]];
-        r->have++;
-        if (r->have == r->wire_len && g.contig < r->off) {
-            r->complete_early = 1;
-        }
-    }
-}
-
-static void push_genuine(uint64_t rel, size_t len)
-{
-    if (rel >= g.wire_len) {
-        return;
-    }
-    if (len > g.wire_len - rel) {
-        len = g.wire_len - rel;
-    }
-    if (len == 0) {
-        return;
-    }
-    ERR_clear_error();
-    TRACE("  push genuine [%llu, %llu)\n", (unsigned long long)rel,
-          (unsigned long long)(rel + len));
-    g.passes++;
-    /* The default receive window (16 MiB) holds every input's data. */
-    CHECK(uh_pair_push(&g.p, g.base + rel, gw.wire + rel, len) == 1);
-    note_push((int64_t)rel, gw.wire + rel, len);
-}
-
-/* push_forged pushes bytes that are not (all) the genuine ones at their
- * offset; |rel| may be negative (the handshake). */
-static void push_forged(int64_t rel, const uint8_t *data, size_t len)
-{
-    int64_t abs = (int64_t)g.base + rel;
-    if (abs < 0 || len == 0) {
-        return;
-    }
-    g.forged = 1;
-    g.passes++;
-    ERR_clear_error();
-    TRACE("  push forged [%lld, %lld)\n", (long long)rel, (long long)rel + (long long)len);
-    if (!uh_pair_push(&g.p, (uint64_t)abs, data, len)) {
-        unsigned long e = ERR_peek_error();
-        CHECK(ERR_GET_LIB(e) == UTLS_get_lib());
-        ERR_clear_error();
-        return;
-    }
-    note_push(rel, data, len);
-}
-
 static int corrupt(void)
 {
-    return g.strict_bad < g.wire_len;
+    return gw.strict_bad < gw.wire_len;
 }
 
 static uint64_t block_checks_bound(const UTLS_STATS *st)
 {
-    return BLOCK_CHECKS_IN_ORDER * (uint64_t)(g.num_recs + 1)
-           + BLOCK_CHECKS_PER_TRY * (st->headers_found + FAILED_HITS_PER_PASS * g.passes);
+    return BLOCK_CHECKS_IN_ORDER * (uint64_t)(gw.num_recs + 1)
+           + BLOCK_CHECKS_PER_TRY * (st->headers_found + FAILED_HITS_PER_PASS * (gw.pushes + g.reads));
 }
 
 static void check_block_checks(const UTLS_STATS *st)
@@ -331,13 +232,7 @@ static void delivered(const uint8_t *buf, size_t n, const UTLS_RECORD_INFO *info
     CHECK(idx < g.num_msgs);
     /* A dropped message was never on the wire. */
     CHECK(!g.dropped[idx]);
-    grec *r = NULL;
-    for (size_t i = 0; i < g.num_recs; i++) {
-        if (g.recs[i].app && g.recs[i].index == idx) {
-            r = &g.recs[i];
-        }
-    }
-    CHECK(r != NULL);
+    fuzz_rec *r = fuzz_app_rec(idx);
     CHECK(n == r->msg_len);
     /* At most once: a replayed record is never delivered again. */
     CHECK(!g.delivered[idx]);
@@ -352,15 +247,15 @@ static void delivered(const uint8_t *buf, size_t n, const UTLS_RECORD_INFO *info
              * the reorder window a replayed copy moved to an earlier offset
              * is accepted there, once (docs/ern.md: the receiver cannot tell
              * the attacker's reordering from the sender's). */
-            CHECK(info->stream_offset >= g.base);
-            uint64_t at = info->stream_offset - g.base;
-            CHECK(at <= g.wire_len && r->wire_len <= g.wire_len - at);
-            CHECK(g.contig >= at + r->wire_len);
+            CHECK(info->stream_offset >= gw.base);
+            uint64_t at = info->stream_offset - gw.base;
+            CHECK(at <= gw.wire_len && r->wire_len <= gw.wire_len - at);
+            CHECK(gw.contig >= at + r->wire_len);
             CHECK(memcmp(gw.first + at, gw.wire + r->off, r->wire_len) == 0);
-            CHECK(g.forged || at == r->off);
-        } else if (!g.forged) {
+            CHECK(gw.forged || at == r->off);
+        } else if (!gw.forged) {
             CHECK(r->complete_early);
-            CHECK(info->stream_offset == g.base + r->off);
+            CHECK(info->stream_offset == gw.base + r->off);
         }
     }
     if (peek) {
@@ -415,8 +310,6 @@ static void failed(void)
     }
 }
 
-enum { READ_INFO, READ_NOINFO, READ_EX, READ_PEEK };
-
 /* do_read reads once. Returns 1 if a record was returned, 0 if not. */
 static int do_read(int kind)
 {
@@ -427,24 +320,10 @@ static int do_read(int kind)
     if (g.dead || g.closed) {
         return 0;
     }
-    g.passes++;
+    g.reads++;
     ERR_clear_error();
     memset(&info, 0xa5, sizeof(info));
-    switch (kind) {
-    case READ_INFO:
-        ok = UTLS_read_record(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n, &info);
-        break;
-    case READ_NOINFO:
-        ok = UTLS_read_record(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n, NULL);
-        break;
-    case READ_EX:
-        ok = SSL_read_ex(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n);
-        break;
-    case READ_PEEK:
-    default:
-        ok = SSL_peek_ex(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n);
-        break;
-    }
+    ok = fuzz_read(g.p.s, kind, g_buf, 0, &n, &info);
     if (!ok) {
         TRACE("  read %d: fails, error %d\n", kind, SSL_get_error(g.p.s, 0));
         failed();
@@ -453,60 +332,12 @@ static int do_read(int kind)
     if (kind == READ_INFO) {
         TRACE("  read: %zu bytes, seq %llu gen %u ooo %d offset %llu\n", n,
               (unsigned long long)info.seq, info.key_generation, info.out_of_order,
-              (unsigned long long)(info.stream_offset - g.base));
+              (unsigned long long)(info.stream_offset - gw.base));
     } else {
         TRACE("  read %d: %zu bytes\n", kind, n);
     }
     delivered(g_buf, n, kind == READ_INFO ? &info : NULL, kind == READ_PEEK);
     return 1;
-}
-
-static void drain_server_output(void)
-{
-    uint8_t buf[4096];
-    while (uh_pair_take_output(&g.p, buf, sizeof(buf)) > 0) {
-    }
-}
-
-/* take_client_output appends what the client wrote to the wire and splits it
- * into records. Returns how many new records, or -1 if the output is not a
- * sequence of whole records or too long. */
-static int take_client_output(void)
-{
-    int n;
-    size_t start = g.wire_len, before = g.num_recs;
-    while ((n = BIO_read(g.p.c_out, gw.wire + g.wire_len, (int)(MAX_WIRE - g.wire_len))) > 0) {
-        g.wire_len += (size_t)n;
-    }
-    size_t pos = start;
-    while (pos < g.wire_len) {
-        if (g.wire_len - pos < 5 || g.num_recs == MAX_WIRE_RECORDS) {
-            return -1;
-        }
-        size_t len = 5 + (((size_t)gw.wire[pos + 3] << 8) | gw.wire[pos + 4]);
-        if (len > g.wire_len - pos) {
-            return -1;
-        }
-        grec *r = &g.recs[g.num_recs];
-        memset(r, 0, sizeof(*r));
-        r->off = pos;
-        r->wire_len = len;
-        for (size_t i = 0; i < len; i++) {
-            gw.rec_of[pos + i] = (uint8_t)g.num_recs;
-        }
-        g.num_recs++;
-        pos += len;
-    }
-    return (int)(g.num_recs - before);
-}
-
-static size_t msg_len_for(unsigned flags, uint32_t *rng)
-{
-    size_t span = (flags & FLAG_LARGE) ? MAX_MSG - UH_MSG_MIN : (flags & FLAG_TINY) ? 48 : 1500;
-    if (flags & FLAG_VARIABLE) {
-        return UH_MSG_MIN + fuzz_rng_next(rng) % (span + 1);
-    }
-    return UH_MSG_MIN + (*rng % (span + 1));
 }
 
 /* negotiate: the client reads the offer and sends the accept; the server
@@ -535,14 +366,14 @@ static int negotiate(void)
         return 0;
     }
     ERR_clear_error();
-    drain_server_output();
+    fuzz_drain_server_output();
     return (UTLS_ern_status(g.p.c) & UTLS_ERN_TX) && (UTLS_ern_status(g.p.s) & UTLS_ERN_RX);
 }
 
 /* label_app labels the last record taken as message |idx|. */
 static void label_app(uint32_t idx, size_t len, uint32_t gen, uint64_t seq)
 {
-    grec *r = &g.recs[g.num_recs - 1];
+    fuzz_rec *r = &gw.recs[gw.num_recs - 1];
     r->app = 1;
     r->index = idx;
     r->msg_len = len;
@@ -582,15 +413,16 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
             TRACE("sender: KeyUpdate\n");
         }
         if (b & 0x80) {
-            size_t len = msg_len_for(flags, &rng);
+            size_t len = fuzz_msg_len((flags & FLAG_LARGE) != 0, (flags & FLAG_TINY) != 0,
+                                  (flags & FLAG_VARIABLE) != 0, MAX_MSG, &rng);
             size_t w = 0;
             CHECK(uh_msg_build(msg, (uint32_t)i, len));
             CHECK(SSL_write_ex(g.p.c, msg, len, &w) == 1 && w == len);
-            int got = take_client_output();
+            int got = fuzz_take_client_output();
             CHECK(got == 1 || got == 2);
             if (got == 2) {
-                g.recs[g.num_recs - 2].gen = gen++;
-                g.recs[g.num_recs - 2].seq = next;
+                gw.recs[gw.num_recs - 2].gen = gen++;
+                gw.recs[gw.num_recs - 2].seq = next;
                 next = 0;
             }
             TRACE("sender: write %zu as %llu\n", i, (unsigned long long)next);
@@ -601,7 +433,8 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
         /* A batch: seal k, then write them in a shuffled order, dropping
          * some (never the last sealed, which cannot be dropped). */
         for (size_t j = 0; j < k; j++) {
-            lens[j] = msg_len_for(flags, &rng);
+            lens[j] = fuzz_msg_len((flags & FLAG_LARGE) != 0, (flags & FLAG_TINY) != 0,
+                                  (flags & FLAG_VARIABLE) != 0, MAX_MSG, &rng);
             CHECK(uh_msg_build(msg, (uint32_t)(i + j), lens[j]));
             ERR_clear_error();
             if (UTLS_ern_seal(g.p.c, msg, lens[j], g_sealed[j], sizeof(g_sealed[j]),
@@ -609,12 +442,12 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
                 uh_errors_to_stderr("seal");
                 CHECK(!"UTLS_ern_seal failed");
             }
-            int got = take_client_output();
+            int got = fuzz_take_client_output();
             CHECK(got == 0 || got == 1);
             if (got == 1) {
                 /* The KeyUpdate owed: written before the first seal. */
-                g.recs[g.num_recs - 1].gen = gen++;
-                g.recs[g.num_recs - 1].seq = next;
+                gw.recs[gw.num_recs - 1].gen = gen++;
+                gw.recs[gw.num_recs - 1].seq = next;
                 next = 0;
             }
             CHECK(nums[j] == next);
@@ -637,8 +470,8 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
                 continue;
             }
             CHECK(UTLS_ern_write_sealed(g.p.c, g_sealed[x], sealed_len[x]) == 1);
-            CHECK(take_client_output() == 1);
-            CHECK(memcmp(gw.wire + g.recs[g.num_recs - 1].off, g_sealed[x], sealed_len[x]) == 0);
+            CHECK(fuzz_take_client_output() == 1);
+            CHECK(memcmp(gw.wire + gw.recs[gw.num_recs - 1].off, g_sealed[x], sealed_len[x]) == 0);
             TRACE("sender: write %zu as %llu\n", i + x, (unsigned long long)nums[x]);
             label_app((uint32_t)(i + x), lens[x], gen, nums[x]);
         }
@@ -646,7 +479,7 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
         i += k;
     }
     SSL_shutdown(g.p.c);
-    CHECK(take_client_output() == 1);
+    CHECK(fuzz_take_client_output() == 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -656,9 +489,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (g_key == NULL) {
         CHECK(uh_make_identity(1, &g_key, &g_cert));
-    }
-    if (g_trace < 0) {
-        g_trace = getenv("FUZZ_ERN_TRACE") != NULL;
     }
     if (size < 4) {
         return 0;
@@ -671,7 +501,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int tls13 = su->tls12 == NULL;
 
     memset(&g, 0, sizeof(g));
-    g.strict_bad = UINT64_MAX;
+    fuzz_wire_reset(&g.p, "FUZZ_ERN_TRACE");
     memset(&o, 0, sizeof(o));
     o.server_mode = SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE;
     o.client_mode = SSL_MODE_UTLS_NEGOTIATE;
@@ -693,47 +523,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(!"ERN not negotiated");
     }
     CHECK(UTLS_get_stats(g.p.s, &g.st0) == 1);
-    g.base = g.p.base;
+    gw.base = g.p.base;
     g.num_msgs = num;
     send_plan(&in, num, flags, tls13, rng);
-    memset(gw.have, 0, g.wire_len);
+    memset(gw.have, 0, gw.wire_len);
 
-    TRACE("suite %u flags 0x%02x\n", suite_i, flags);
-    for (size_t i = 0; i < g.num_recs; i++) {
-        TRACE("record %zu: [%llu, %llu) app %d index %u seq %llu gen %u\n", i,
-              (unsigned long long)g.recs[i].off,
-              (unsigned long long)(g.recs[i].off + g.recs[i].wire_len), g.recs[i].app,
-              g.recs[i].index, (unsigned long long)g.recs[i].seq, g.recs[i].gen);
-    }
+    fuzz_trace_records(suite_i, flags);
 
     /* The program. */
     for (size_t ops = 0; in.len > 0 && ops < MAX_OPS; ops++) {
         unsigned op = fuzz_get_u8(&in) % NUM_OPS;
-        grec *r = &g.recs[fuzz_get_u8(&in) % g.num_recs];
+        fuzz_rec *r = &gw.recs[fuzz_get_u8(&in) % gw.num_recs];
         switch (op) {
         case OP_PUSH_RECORD:
-            push_genuine(r->off, r->wire_len);
+            fuzz_push_genuine(r->off, r->wire_len);
             break;
-        case OP_PUSH_RANGE: {
-            uint64_t a = r->off + fuzz_get_u8(&in) % r->wire_len;
-            grec *rb = &g.recs[fuzz_get_u8(&in) % g.num_recs];
-            uint64_t b = rb->off + fuzz_get_u8(&in) % (rb->wire_len + 1);
-            if (b < a) {
-                uint64_t t = a;
-                a = b;
-                b = t;
-            }
-            push_genuine(a, (size_t)(b - a));
+        case OP_PUSH_RANGE:
+            fuzz_op_push_range(&in, r);
             break;
-        }
-        case OP_PUSH_SPLIT: {
-            size_t cut = 1 + fuzz_get_u16(&in) % r->wire_len;
-            push_genuine(r->off + cut, r->wire_len - cut);
-            push_genuine(r->off, cut);
+        case OP_PUSH_SPLIT:
+            fuzz_op_push_split(&in, r);
             break;
-        }
         case OP_REPLAY: {
-            grec *dst = &g.recs[fuzz_get_u8(&in) % g.num_recs];
+            fuzz_rec *dst = &gw.recs[fuzz_get_u8(&in) % gw.num_recs];
             int64_t shift = (int8_t)fuzz_get_u8(&in);
             if (shift & 1) {
                 shift = 0; /* exactly at the other record's offset */
@@ -742,9 +554,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(g_forged, gw.wire + r->off, len);
             if (dst == r && shift == 0) {
                 /* At its own offset: a TCP duplicate, genuine. */
-                push_genuine(r->off, len);
+                fuzz_push_genuine(r->off, len);
             } else {
-                push_forged((int64_t)dst->off + shift, g_forged, len);
+                fuzz_push_forged((int64_t)dst->off + shift, g_forged, len);
             }
             break;
         }
@@ -754,9 +566,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (r->wire_len <= MAX_FORGED) {
                 memcpy(g_forged, gw.wire + r->off, r->wire_len);
                 g_forged[pos] = b;
-                push_forged((int64_t)r->off, g_forged, r->wire_len);
+                fuzz_push_forged((int64_t)r->off, g_forged, r->wire_len);
             } else {
-                push_forged((int64_t)(r->off + pos), &b, 1);
+                fuzz_push_forged((int64_t)(r->off + pos), &b, 1);
             }
             break;
         }
@@ -770,10 +582,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (len > MAX_FORGED) {
                 len = MAX_FORGED;
             }
-            for (size_t i = 0; i < len; i++) {
-                g_forged[i] = (uint8_t)fuzz_rng_next(&s);
-            }
-            push_forged(rel, g_forged, len);
+            fuzz_fill_random(g_forged, len, &s);
+            fuzz_push_forged(rel, g_forged, len);
             break;
         }
         case OP_FORGE_HEADER: {
@@ -786,7 +596,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             if (len & 0x8000) {
                 /* A genuine record's length: the likeliest bait. */
-                len = (unsigned)g.recs[len % g.num_recs].wire_len - 5;
+                len = (unsigned)gw.recs[len % gw.num_recs].wire_len - 5;
             }
             g_forged[0] = 23;
             g_forged[1] = 3;
@@ -797,10 +607,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (s & 2) {
                 body = body / 2; /* the header with part of a body */
             }
-            for (size_t i = 0; i < body; i++) {
-                g_forged[5 + i] = (uint8_t)fuzz_rng_next(&s);
-            }
-            push_forged(rel, g_forged, 5 + body);
+            fuzz_fill_random(g_forged + 5, body, &s);
+            fuzz_push_forged(rel, g_forged, 5 + body);
             break;
         }
         case OP_READ_INFO:
@@ -817,20 +625,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case OP_READ_MANY:
         default: {
-            unsigned k = 1 + (unsigned)(r - g.recs) % 8;
+            unsigned k = 1 + (unsigned)(r - gw.recs) % 8;
             for (unsigned i = 0; i < k && do_read(READ_INFO); i++) {
             }
             break;
         }
         }
-        drain_server_output();
+        fuzz_drain_server_output();
         check_stats();
     }
 
     /* TCP's retransmissions: every genuine byte, in order; then read to the
      * end. */
-    for (size_t off = 0; off < g.wire_len; off += FINAL_SEGMENT) {
-        push_genuine(off, FINAL_SEGMENT);
+    for (size_t off = 0; off < gw.wire_len; off += FINAL_SEGMENT) {
+        fuzz_push_genuine(off, FINAL_SEGMENT);
     }
     for (size_t i = 0; i < MAX_FINAL_READS && !g.dead && !g.closed; i++) {
         if (!do_read(i % 3 == 2 ? READ_NOINFO : READ_INFO) && !g.dead && !g.closed) {
@@ -853,9 +661,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               == g.num_written);
     } else {
         /* Messages wholly before the first wrong byte were delivered. */
-        for (size_t i = 0; i < g.num_recs; i++) {
-            if (g.recs[i].app && g.recs[i].off + g.recs[i].wire_len <= g.strict_bad) {
-                CHECK(g.delivered[g.recs[i].index]);
+        for (size_t i = 0; i < gw.num_recs; i++) {
+            if (gw.recs[i].app && gw.recs[i].off + gw.recs[i].wire_len <= gw.strict_bad) {
+                CHECK(g.delivered[gw.recs[i].index]);
             }
         }
     }
@@ -869,8 +677,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (unsigned long long)st.records_out_of_order,
                 (unsigned long long)st.records_skipped, (unsigned long long)st.probes,
                 (unsigned long long)(st.ern_block_checks - g.st0.ern_block_checks),
-                (unsigned long long)st.headers_found, (unsigned long long)g.passes,
-                (unsigned long long)block_checks_bound(&st), g.forged,
+                (unsigned long long)st.headers_found, (unsigned long long)(gw.pushes + g.reads),
+                (unsigned long long)block_checks_bound(&st), gw.forged,
                 corrupt(), g.dead);
     }
     uh_seg_pair_free(&g.p);

@@ -61,6 +61,7 @@
 #include "fuzz_input.h"
 #include "uharness.h"
 
+
 #define CHECK(c)                                                                          \
     do {                                                                                  \
         if (!(c)) {                                                                       \
@@ -148,34 +149,17 @@ enum op {
     NUM_OPS
 };
 
-typedef struct {
-    uint64_t off;       /* in the data phase (add g.base for the stream) */
-    size_t wire_len;
-    int app;            /* an application record (else KeyUpdate/alert) */
-    uint32_t index;     /* message index (app) */
-    size_t msg_len;
-    uint32_t gen;
-    uint64_t seq;
-    size_t have;        /* bytes of it pushed so far */
-    int complete_early; /* complete at a moment a byte before it was missing */
-} grec;
+#define FUZZ_WIRE_MAX MAX_WIRE
+#define FUZZ_WIRE_MAX_RECORDS MAX_WIRE_RECORDS
+#include "fuzz_wire.h"
 
 static struct {
     uh_seg_pair p;
-    uint64_t base;
-    size_t wire_len;
-    size_t contig;            /* bytes pushed contiguously from 0 */
-    grec recs[MAX_WIRE_RECORDS];
-    size_t num_recs;
     size_t num_app;
     int delivered[MAX_RECORDS];
     size_t num_delivered;
     size_t num_ooo;           /* delivered with metadata, out of order */
     size_t num_inorder;       /* delivered with metadata, in order */
-    int forged;               /* anything not genuine was pushed */
-    uint64_t strict_bad;      /* first offset whose first copy was wrong */
-    uint64_t loose_bad;       /* first offset a wrong byte was pushed at
-                               * while not yet contiguous */
     uint64_t early_eof;       /* the lowest early EOF pushed */
     int dead;                 /* a fatal error was raised */
     int closed;               /* close_notify was read */
@@ -184,20 +168,9 @@ static struct {
     size_t part_len;          /* bytes of the record being returned in parts */
     UTLS_RECORD_INFO part_info;
     int part_has_info;
-    uint64_t window;          /* the segment BIO's window, if set (else 0) */
     int keyupdates;           /* KeyUpdates the sender sent */
-    uint64_t pushed_bytes;
     UTLS_LIMITS limits;
 } g;
-
-/* The data phase's bytes and what the oracle knows of each; cleared up to
- * g.wire_len per input. */
-static struct {
-    uint8_t wire[MAX_WIRE];
-    uint8_t first[MAX_WIRE];  /* the first byte pushed at each offset */
-    uint8_t have[MAX_WIRE];
-    uint8_t rec_of[MAX_WIRE]; /* record index of each byte */
-} gw;
 
 static uint8_t g_part[MAX_MSG];
 static uint8_t g_expect[MAX_MSG];
@@ -207,118 +180,20 @@ static X509 *g_cert;
 static uint8_t g_buf[SSL3_RT_MAX_PLAIN_LENGTH + 1024];
 static uint8_t g_forged[MAX_FORGED + 8];
 
-/* note_push records |len| bytes |data| pushed at data-phase offset |rel|
- * (may lie outside the data phase) for the oracle. */
-static void note_push(int64_t rel, const uint8_t *data, size_t len)
-{
-    g.pushed_bytes += len;
-    for (size_t i = 0; i < len; i++) {
-        int64_t o = rel + (int64_t)i;
-        if (o < 0 || (uint64_t)o >= g.wire_len) {
-            continue;
-        }
-        size_t u = (size_t)o;
-        if (data[i] != gw.wire[u] && u >= g.contig && (uint64_t)u < g.loose_bad) {
-            g.loose_bad = u;
-        }
-        if (gw.have[u]) {
-            continue;
-        }
-        gw.have[u] = 1;
-        gw.first[u] = data[i];
-        /* Bytes go up within a push: the prefix filled by this push counts. */
-        while (g.contig < g.wire_len && gw.have[g.contig]) {
-            g.contig++;
-        }
-        if (data[i] != gw.wire[u] && (uint64_t)u < g.strict_bad) {
-            g.strict_bad = u;
-        }
-        grec *r = &g.recs[gw.rec_of[u]];
-        r->have++;
-        if (r->have == r->wire_len && g.contig < r->off) {
-            r->complete_early = 1;
-        }
-    }
-    while (g.contig < g.wire_len && gw.have[g.contig]) {
-        g.contig++;
-    }
-}
-
-static int g_trace = -1;
-
-#define TRACE(...)                            \
-    do {                                      \
-        if (g_trace > 0) {                    \
-            fprintf(stderr, __VA_ARGS__);     \
-        }                                     \
-    } while (0)
-
-/* push_genuine pushes the genuine bytes [rel, rel + len). Returns 1, or 0
- * if a small receive window (FLAG_SMALL_LIMITS) refused them. */
-static int push_genuine(uint64_t rel, size_t len)
-{
-    if (rel >= g.wire_len) {
-        return 1;
-    }
-    if (len > g.wire_len - rel) {
-        len = g.wire_len - rel;
-    }
-    if (len == 0) {
-        return 1;
-    }
-    ERR_clear_error();
-    TRACE("  push genuine [%llu, %llu)\n", (unsigned long long)rel,
-          (unsigned long long)(rel + len));
-    if (uh_pair_push(&g.p, g.base + rel, gw.wire + rel, len) != 1) {
-        /* Only past a window set smaller than the data. */
-        unsigned long e = ERR_peek_error();
-        TRACE("  (refused: outside the window)\n");
-        CHECK(g.window != 0 && rel + len > g.window);
-        CHECK(ERR_GET_LIB(e) == UTLS_get_lib() && ERR_GET_REASON(e) == UTLS_R_OUTSIDE_WINDOW);
-        ERR_clear_error();
-        return 0;
-    }
-    note_push((int64_t)rel, gw.wire + rel, len);
-    return 1;
-}
-
-/* push_forged pushes bytes that are not (all) the genuine ones at their
- * offset; |rel| may be negative (the handshake) or far past the data. */
-static void push_forged(int64_t rel, const uint8_t *data, size_t len)
-{
-    int64_t abs = (int64_t)g.base + rel;
-    if (abs < 0 || len == 0) {
-        return;
-    }
-    g.forged = 1;
-    ERR_clear_error();
-    TRACE("  push forged [%lld, %lld)\n", (long long)rel, (long long)rel + (long long)len);
-    if (!uh_pair_push(&g.p, (uint64_t)abs, data, len)) {
-        unsigned long e = ERR_peek_error();
-        TRACE("  (refused)\n");
-        CHECK(ERR_GET_LIB(e) == UTLS_get_lib());
-        CHECK(ERR_GET_REASON(e) == UTLS_R_OUTSIDE_WINDOW
-              || ERR_GET_REASON(e) == UTLS_R_OFFSET_WRAPS);
-        ERR_clear_error();
-        return;
-    }
-    note_push(rel, data, len);
-}
-
 static int corrupt(void)
 {
-    uint64_t bad = g.small_limits ? g.loose_bad : g.strict_bad;
-    return bad < g.wire_len || g.early_eof < g.wire_len;
+    uint64_t bad = g.small_limits ? gw.loose_bad : gw.strict_bad;
+    return bad < gw.wire_len || g.early_eof < gw.wire_len;
 }
 
 /* clean_prefix: data-phase bytes the in-order stream must carry intact. */
 static uint64_t clean_prefix(void)
 {
-    uint64_t bad = g.small_limits ? g.loose_bad : g.strict_bad;
+    uint64_t bad = g.small_limits ? gw.loose_bad : gw.strict_bad;
     if (g.early_eof < bad) {
         bad = g.early_eof;
     }
-    return bad < g.wire_len ? bad : g.wire_len;
+    return bad < gw.wire_len ? bad : gw.wire_len;
 }
 
 static void check_stats(void)
@@ -341,7 +216,7 @@ static void check_stats(void)
     /* The probe budget: a burst, then max_probes_per_kib per KiB that
      * arrived, and once more per key change for the bytes held. */
     double budget = 256.0
-                    + (double)g.limits.max_probes_per_kib * (double)g.pushed_bytes / 1024.0
+                    + (double)g.limits.max_probes_per_kib * (double)gw.pushed_bytes / 1024.0
                           * (1.0 + g.keyupdates)
                     + 1.0;
     CHECK((double)st.probes <= budget);
@@ -359,13 +234,7 @@ static void delivered(const uint8_t *buf, size_t n, const UTLS_RECORD_INFO *info
     uint32_t idx;
     CHECK(uh_msg_check(buf, n, &idx) == 1);
     CHECK(idx < g.num_app);
-    grec *r = NULL;
-    for (size_t i = 0; i < g.num_recs; i++) {
-        if (g.recs[i].app && g.recs[i].index == idx) {
-            r = &g.recs[i];
-        }
-    }
-    CHECK(r != NULL);
+    fuzz_rec *r = fuzz_app_rec(idx);
     CHECK(n == r->msg_len);
     CHECK(!g.delivered[idx]);
     if (info != NULL) {
@@ -373,15 +242,15 @@ static void delivered(const uint8_t *buf, size_t n, const UTLS_RECORD_INFO *info
         CHECK(info->key_generation == r->gen);
         CHECK(info->wire_len == r->wire_len);
         if (!info->out_of_order) {
-            CHECK(g.contig >= r->off + r->wire_len);
-            CHECK(info->stream_offset == g.base + r->off);
-        } else if (!g.forged) {
+            CHECK(gw.contig >= r->off + r->wire_len);
+            CHECK(info->stream_offset == gw.base + r->off);
+        } else if (!gw.forged) {
             /* A genuine record copied to another offset past a hole may be
              * delivered (once, intact) from the copy, with the copy's offset
              * (docs/unordered.md, stream_offset): only a stream without
              * forgeries pins where and when it completed. */
             CHECK(r->complete_early);
-            CHECK(info->stream_offset == g.base + r->off);
+            CHECK(info->stream_offset == gw.base + r->off);
         }
     }
     if (peek) {
@@ -441,7 +310,6 @@ static int failed(int small)
     }
 }
 
-enum { READ_INFO, READ_NOINFO, READ_EX, READ_PEEK, READ_SMALL };
 
 /* check_prefix: |buf|[0..n) is the start of a genuine message. */
 static void check_prefix(const uint8_t *buf, size_t n)
@@ -506,24 +374,7 @@ static int do_read(int kind, size_t small_len)
     }
     ERR_clear_error();
     memset(&info, 0xa5, sizeof(info));
-    switch (kind) {
-    case READ_INFO:
-        ok = UTLS_read_record(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n, &info);
-        break;
-    case READ_NOINFO:
-        ok = UTLS_read_record(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n, NULL);
-        break;
-    case READ_EX:
-        ok = SSL_read_ex(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n);
-        break;
-    case READ_PEEK:
-        ok = SSL_peek_ex(g.p.s, g_buf, SSL3_RT_MAX_PLAIN_LENGTH, &n);
-        break;
-    case READ_SMALL:
-    default:
-        ok = UTLS_read_record(g.p.s, g_buf, small_len, &n, &info);
-        break;
-    }
+    ok = fuzz_read(g.p.s, kind, g_buf, small_len, &n, &info);
     if (!ok) {
         TRACE("  read %d (small %zu): fails, error %d\n", kind, small_len,
               SSL_get_error(g.p.s, 0));
@@ -533,7 +384,7 @@ static int do_read(int kind, size_t small_len)
     if (kind == READ_INFO || kind == READ_SMALL) {
         TRACE("  read %d: %zu bytes, seq %llu gen %u ooo %d offset %llu\n", kind, n,
               (unsigned long long)info.seq, info.key_generation, info.out_of_order,
-              (unsigned long long)(info.stream_offset - g.base));
+              (unsigned long long)(info.stream_offset - gw.base));
     } else {
         TRACE("  read %d: %zu bytes\n", kind, n);
     }
@@ -558,56 +409,6 @@ static int do_read(int kind, size_t small_len)
     return 1;
 }
 
-static void drain_output(void)
-{
-    uint8_t buf[4096];
-    while (uh_pair_take_output(&g.p, buf, sizeof(buf)) > 0) {
-    }
-}
-
-/* take_client_output appends what the client wrote to the wire and splits it
- * into records; |first_kind| labels the first new record (1 app, 0 other). */
-static int take_client_output(void)
-{
-    int n;
-    size_t start = g.wire_len;
-    while ((n = BIO_read(g.p.c_out, gw.wire + g.wire_len, (int)(MAX_WIRE - g.wire_len))) > 0) {
-        g.wire_len += (size_t)n;
-    }
-    size_t pos = start;
-    while (pos < g.wire_len) {
-        if (g.wire_len - pos < 5 || g.num_recs == MAX_WIRE_RECORDS) {
-            return 0;
-        }
-        size_t len = 5 + (((size_t)gw.wire[pos + 3] << 8) | gw.wire[pos + 4]);
-        if (len > g.wire_len - pos) {
-            return 0;
-        }
-        grec *r = &g.recs[g.num_recs];
-        memset(r, 0, sizeof(*r));
-        r->off = pos;
-        r->wire_len = len;
-        for (size_t i = 0; i < len; i++) {
-            gw.rec_of[pos + i] = (uint8_t)g.num_recs;
-        }
-        g.num_recs++;
-        pos += len;
-    }
-    return 1;
-}
-
-static size_t msg_len_for(uint32_t i, unsigned flags, uint32_t *rng)
-{
-    size_t span = (flags & FLAG_LARGE) ? MAX_MSG - UH_MSG_MIN
-                  : (flags & FLAG_TINY) ? 48
-                                        : 1500;
-    if (flags & FLAG_VARIABLE) {
-        return UH_MSG_MIN + fuzz_rng_next(rng) % (span + 1);
-    }
-    (void)i;
-    return UH_MSG_MIN + (*rng % (span + 1));
-}
-
 static void setup_identity(void)
 {
     if (g_key == NULL) {
@@ -621,9 +422,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t msg[MAX_MSG];
 
     setup_identity();
-    if (g_trace < 0) {
-        g_trace = getenv("FUZZ_RECEIVER_TRACE") != NULL;
-    }
     if (size < 4) {
         return 0;
     }
@@ -637,7 +435,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     memset(&g, 0, sizeof(g));
-    g.strict_bad = g.loose_bad = g.early_eof = UINT64_MAX;
+    fuzz_wire_reset(&g.p, "FUZZ_RECEIVER_TRACE");
+    g.early_eof = UINT64_MAX;
     uh_pair_opts o;
     memset(&o, 0, sizeof(o));
     o.server_mode = SSL_MODE_UNORDERED;
@@ -655,8 +454,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uh_errors_to_stderr("handshake");
         CHECK(!"handshake failed");
     }
-    g.base = g.p.base;
-    drain_output();
+    gw.base = g.p.base;
+    fuzz_drain_server_output();
     UTLS_limits_default(&g.limits);
     if (flags & FLAG_SMALL_LIMITS) {
         /* Small enough that every limit is reached by a short program. */
@@ -671,9 +470,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (g.p.seg != NULL) {
             /* A receive window smaller than a large stream: pushes past it
              * are refused, the store evicts and spills at its limit. */
-            g.window = 24576 + (rng % 8) * 4096;
-            CHECK(UTLS_BIO_segment_set_window(g.p.seg, g.window) == 1);
-            TRACE("window %llu\n", (unsigned long long)g.window);
+            gw.window = 24576 + (rng % 8) * 4096;
+            CHECK(UTLS_BIO_segment_set_window(g.p.seg, gw.window) == 1);
+            TRACE("window %llu\n", (unsigned long long)gw.window);
         }
     }
 
@@ -687,27 +486,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t seq = tls13 ? 0 : 1; /* TLS 1.2: Finished took number 0 */
     g.keyupdates = (ku_at != SIZE_MAX) + (ku2_at != SIZE_MAX);
     for (uint32_t i = 0; i < num; i++) {
-        size_t before = g.num_recs;
+        size_t before = gw.num_recs;
         int ku = i == ku_at || i == ku2_at;
         if (ku) {
             CHECK(SSL_key_update(g.p.c, (flags & FLAG_KU_REQUESTED)
                                             ? SSL_KEY_UPDATE_REQUESTED
                                             : SSL_KEY_UPDATE_NOT_REQUESTED) == 1);
         }
-        size_t len = msg_len_for(i, flags, &rng);
+        size_t len = fuzz_msg_len((flags & FLAG_LARGE) != 0, (flags & FLAG_TINY) != 0,
+                                  (flags & FLAG_VARIABLE) != 0, MAX_MSG, &rng);
         CHECK(uh_msg_build(msg, i, len));
         size_t w = 0;
         CHECK(SSL_write_ex(g.p.c, msg, len, &w) == 1 && w == len);
-        CHECK(take_client_output());
-        CHECK(g.num_recs == before + (ku ? 2 : 1));
+        CHECK(fuzz_take_client_output() >= 0);
+        CHECK(gw.num_recs == before + (ku ? 2 : 1));
         if (ku) {
-            g.recs[before].seq = seq;
-            g.recs[before].gen = gen;
+            gw.recs[before].seq = seq;
+            gw.recs[before].gen = gen;
             gen++;
             seq = 0;
             before++;
         }
-        grec *r = &g.recs[before];
+        fuzz_rec *r = &gw.recs[before];
         r->app = 1;
         r->index = i;
         r->msg_len = len;
@@ -716,53 +516,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     g.num_app = num;
     SSL_shutdown(g.p.c);
-    CHECK(take_client_output());
-    memset(gw.have, 0, g.wire_len);
+    CHECK(fuzz_take_client_output() >= 0);
+    memset(gw.have, 0, gw.wire_len);
 
-    TRACE("suite %u flags 0x%02x\n", suite_i, flags);
-    for (size_t i = 0; i < g.num_recs; i++) {
-        TRACE("record %zu: [%llu, %llu) app %d index %u seq %llu gen %u\n", i,
-              (unsigned long long)g.recs[i].off,
-              (unsigned long long)(g.recs[i].off + g.recs[i].wire_len), g.recs[i].app,
-              g.recs[i].index, (unsigned long long)g.recs[i].seq, g.recs[i].gen);
-    }
+    fuzz_trace_records(suite_i, flags);
 
     /* The program. */
     for (size_t ops = 0; in.len > 0 && ops < MAX_OPS; ops++) {
         unsigned op = fuzz_get_u8(&in) % NUM_OPS;
-        grec *r = &g.recs[fuzz_get_u8(&in) % g.num_recs];
+        fuzz_rec *r = &gw.recs[fuzz_get_u8(&in) % gw.num_recs];
         switch (op) {
         case OP_PUSH_RECORD:
-            push_genuine(r->off, r->wire_len);
+            fuzz_push_genuine(r->off, r->wire_len);
             break;
-        case OP_PUSH_RANGE: {
-            uint64_t a = r->off + fuzz_get_u8(&in) % r->wire_len;
-            grec *rb = &g.recs[fuzz_get_u8(&in) % g.num_recs];
-            uint64_t b = rb->off + fuzz_get_u8(&in) % (rb->wire_len + 1);
-            if (b < a) {
-                uint64_t t = a;
-                a = b;
-                b = t;
-            }
-            push_genuine(a, (size_t)(b - a));
+        case OP_PUSH_RANGE:
+            fuzz_op_push_range(&in, r);
             break;
-        }
-        case OP_PUSH_SPLIT: {
-            size_t cut = 1 + fuzz_get_u16(&in) % r->wire_len;
-            push_genuine(r->off + cut, r->wire_len - cut);
-            push_genuine(r->off, cut);
+        case OP_PUSH_SPLIT:
+            fuzz_op_push_split(&in, r);
             break;
-        }
         case OP_FLIP: {
             size_t pos = fuzz_get_u16(&in) % r->wire_len;
             unsigned bit = fuzz_get_u8(&in) % 8;
             memcpy(g_forged, gw.wire + r->off, r->wire_len < MAX_FORGED ? r->wire_len : 0);
             if (r->wire_len <= MAX_FORGED) {
                 g_forged[pos] ^= (uint8_t)(1u << bit);
-                push_forged((int64_t)r->off, g_forged, r->wire_len);
+                fuzz_push_forged((int64_t)r->off, g_forged, r->wire_len);
             } else {
                 uint8_t b = gw.wire[r->off + pos] ^ (uint8_t)(1u << bit);
-                push_forged((int64_t)(r->off + pos), &b, 1);
+                fuzz_push_forged((int64_t)(r->off + pos), &b, 1);
             }
             break;
         }
@@ -774,10 +556,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (len > MAX_FORGED) {
                 len = MAX_FORGED;
             }
-            for (size_t i = 0; i < len; i++) {
-                g_forged[i] = (uint8_t)fuzz_rng_next(&s);
-            }
-            push_forged(rel, g_forged, len);
+            fuzz_fill_random(g_forged, len, &s);
+            fuzz_push_forged(rel, g_forged, len);
             break;
         }
         case OP_FORGE_HEADER: {
@@ -802,7 +582,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             if (len & 0x8000) {
                 /* A genuine record's length: the scanner's likeliest bait. */
-                len = (unsigned)g.recs[len % g.num_recs].wire_len - 5;
+                len = (unsigned)gw.recs[len % gw.num_recs].wire_len - 5;
             }
             g_forged[0] = (uint8_t)type;
             g_forged[1] = 3;
@@ -813,27 +593,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (s & 2) {
                 body = body / 2; /* header only in part */
             }
-            for (size_t i = 0; i < body; i++) {
-                g_forged[5 + i] = (uint8_t)fuzz_rng_next(&s);
-            }
-            push_forged(rel, g_forged, 5 + body);
+            fuzz_fill_random(g_forged + 5, body, &s);
+            fuzz_push_forged(rel, g_forged, 5 + body);
             break;
         }
         case OP_RELOCATE: {
-            grec *dst = &g.recs[fuzz_get_u8(&in) % g.num_recs];
+            fuzz_rec *dst = &gw.recs[fuzz_get_u8(&in) % gw.num_recs];
             int64_t shift = (int8_t)fuzz_get_u8(&in);
             size_t len = r->wire_len < MAX_FORGED ? r->wire_len : MAX_FORGED;
             if (dst == r && shift == 0) {
                 shift = 1;
             }
             memcpy(g_forged, gw.wire + r->off, len);
-            push_forged((int64_t)dst->off + shift, g_forged, len);
+            fuzz_push_forged((int64_t)dst->off + shift, g_forged, len);
             break;
         }
         case OP_FAR: {
             size_t len = r->wire_len < MAX_FORGED ? r->wire_len : MAX_FORGED;
             memcpy(g_forged, gw.wire + r->off, len);
-            push_forged((int64_t)g.wire_len + SEG_WINDOW + fuzz_get_u8(&in), g_forged, len);
+            fuzz_push_forged((int64_t)gw.wire_len + SEG_WINDOW + fuzz_get_u8(&in), g_forged, len);
             break;
         }
         case OP_READ_INFO:
@@ -858,15 +636,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_EOF:
             if (fuzz_get_u8(&in) & 1) {
                 ERR_clear_error();
-                CHECK(uh_pair_push_eof(&g.p, g.base + g.wire_len) == 1);
+                CHECK(uh_pair_push_eof(&g.p, gw.base + gw.wire_len) == 1);
             } else {
                 uint64_t at = r->off;
-                if (at < g.wire_len && at < g.early_eof) {
+                if (at < gw.wire_len && at < g.early_eof) {
                     g.early_eof = at;
                 }
-                g.forged = 1;
+                gw.forged = 1;
                 ERR_clear_error();
-                uh_pair_push_eof(&g.p, g.base + at);
+                uh_pair_push_eof(&g.p, gw.base + at);
                 ERR_clear_error();
             }
             break;
@@ -874,14 +652,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             unsigned sel = fuzz_get_u8(&in);
             if (g.p.units == NULL) {
                 ERR_clear_error();
-                if (!UTLS_BIO_segment_push(g.p.seg, g.base + r->off, g_forged, 0)) {
+                if (!UTLS_BIO_segment_push(g.p.seg, gw.base + r->off, g_forged, 0)) {
                     CHECK(ERR_GET_LIB(ERR_peek_error()) == UTLS_get_lib());
                 }
                 ERR_clear_error();
             } else if (sel & 1) {
                 /* Malformed: shorter than the 5-byte unit header. */
                 memcpy(g_forged, gw.wire + r->off, 4);
-                g.forged = 1;
+                gw.forged = 1;
                 /* 1 to 4 bytes: a read of 0 bytes from the next BIO is its end of
                  * file (BIO_read()), not a unit. */
                 CHECK(uh_units_push(g.p.units, g_forged, 1 + (sel >> 1) % 4));
@@ -889,7 +667,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 /* A genuine segment under flags other than the usual ones. */
                 uint8_t flags = (uint8_t)(sel >> 1);
                 size_t len = r->wire_len < MAX_FORGED ? r->wire_len : MAX_FORGED;
-                uint64_t at = g.base + r->off;
+                uint64_t at = gw.base + r->off;
                 g_forged[0] = flags;
                 g_forged[1] = (uint8_t)(at >> 24);
                 g_forged[2] = (uint8_t)(at >> 16);
@@ -902,9 +680,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     if (r->off < g.early_eof) {
                         g.early_eof = r->off;
                     }
-                    g.forged = 1;
+                    gw.forged = 1;
                 } else {
-                    note_push((int64_t)r->off, gw.wire + r->off, len);
+                    fuzz_note_push((int64_t)r->off, gw.wire + r->off, len);
                 }
             }
             break;
@@ -912,9 +690,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case OP_PENDING: {
             /* Never more than the plaintext not yet delivered. */
             size_t left = 0;
-            for (size_t i = 0; i < g.num_recs; i++) {
-                if (g.recs[i].app && !g.delivered[g.recs[i].index]) {
-                    left += g.recs[i].msg_len;
+            for (size_t i = 0; i < gw.num_recs; i++) {
+                if (gw.recs[i].app && !g.delivered[gw.recs[i].index]) {
+                    left += gw.recs[i].msg_len;
                 }
             }
             int pend = SSL_pending(g.p.s);
@@ -929,13 +707,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         case OP_READ_MANY:
         default: {
-            unsigned k = 1 + (unsigned)(r - g.recs) % 8;
+            unsigned k = 1 + (unsigned)(r - gw.recs) % 8;
             for (unsigned i = 0; i < k && do_read(READ_INFO, 0); i++) {
             }
             break;
         }
         }
-        drain_output();
+        fuzz_drain_server_output();
         if (!g.dead) {
             check_stats();
         }
@@ -943,8 +721,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* TCP's retransmissions: every genuine byte, in order; then read to the
      * end. */
-    for (size_t off = 0; off < g.wire_len; off += FINAL_SEGMENT) {
-        if (!push_genuine(off, FINAL_SEGMENT)) {
+    for (size_t off = 0; off < gw.wire_len; off += FINAL_SEGMENT) {
+        if (!fuzz_push_genuine(off, FINAL_SEGMENT)) {
             /* Past the window: reading moves it on (at most a record
              * behind, and the window holds more than two). */
             while (do_read(READ_INFO, 0)) {
@@ -952,7 +730,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (g.dead || g.closed) {
                 break;
             }
-            if (!push_genuine(off, FINAL_SEGMENT)) {
+            if (!fuzz_push_genuine(off, FINAL_SEGMENT)) {
                 CHECK(corrupt());
                 break;
             }
@@ -975,11 +753,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* Records wholly before the first wrong byte were delivered. */
         uint64_t clean = clean_prefix();
         TRACE("corrupt: strict %lld loose %lld eof %lld clean %llu dead %d closed %d\n",
-              (long long)g.strict_bad, (long long)g.loose_bad, (long long)g.early_eof,
+              (long long)gw.strict_bad, (long long)gw.loose_bad, (long long)g.early_eof,
               (unsigned long long)clean, g.dead, g.closed);
-        for (size_t i = 0; i < g.num_recs; i++) {
-            if (g.recs[i].app && g.recs[i].off + g.recs[i].wire_len <= clean) {
-                CHECK(g.delivered[g.recs[i].index]);
+        for (size_t i = 0; i < gw.num_recs; i++) {
+            if (gw.recs[i].app && gw.recs[i].off + gw.recs[i].wire_len <= clean) {
+                CHECK(g.delivered[gw.recs[i].index]);
             }
         }
     }
@@ -1005,7 +783,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     (unsigned long long)st.records_skipped,
                     (unsigned long long)st.bodies_skipped, (unsigned long long)st.probes,
                     (unsigned long long)st.soft_failures, (unsigned long long)st.bytes_dropped,
-                    g.forged, corrupt());
+                    gw.forged, corrupt());
         }
     } else if (getenv("FUZZ_RECEIVER_VERBOSE") != NULL) {
         fprintf(stderr, "suite %u flags 0x%02x records %zu: fatal error, delivered %zu\n",
