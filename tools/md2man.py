@@ -91,7 +91,7 @@ def starts_block(line, nxt):
 
 def parse_blocks(lines, where, depth=0):
     """parse_blocks returns the blocks of |lines| (a list of (lineno, text)) as
-    tuples: ("heading", level, text), ("para", [text]), ("code", [text]),
+    tuples: ("heading", level, text), ("para", [text]), ("code", [text], lang),
     ("table", header, rows), ("list", ordered, [(marker, blocks)])."""
     if depth > MAX_LIST_DEPTH:
         raise MdError("%s:%d: lists nested deeper than %d" % (where, lines[0][0], MAX_LIST_DEPTH))
@@ -115,7 +115,7 @@ def parse_blocks(lines, where, depth=0):
                 i += 1
             if i == n:
                 raise MdError("%s:%d: code fence %s is never closed" % (where, lineno, fence))
-            blocks.append(("code", body))
+            blocks.append(("code", body, m.group(3)))
             i += 1
             continue
         m = HEADING_RE.match(line)
@@ -205,7 +205,7 @@ def escape(text, code=False):
             out.append("\\e")
         elif c == "-" and code:
             out.append("\\-")
-        elif ord(c) > 126 or (ord(c) < 32 and c != "\t"):
+        elif ord(c) > 126 or (ord(c) < 32 and c not in "\t\n"):
             out.append("\\[u%04X]" % ord(c))
         else:
             out.append(c)
@@ -217,7 +217,8 @@ INLINE_RE = re.compile(
     r"|(?P<img>!\[(?P<alt>[^\]]*)\]\([^)]*\))"
     r"|(?P<link>\[(?P<ltext>[^\]]+)\]\([^)]*\))"
     r"|(?P<bold>\*\*(?P<btext>(?:`[^`]*`|[^`])+?)\*\*)"
-    r"|(?P<ital>(?<![\w*])\*(?P<itext>[^\s*](?:`[^`]*`|[^`])*?)(?<=[^\s*])\*(?![\w*]))")
+    r"|(?P<ital>(?<![\w*])\*(?P<itext>[^\s*](?:`[^`]*`|[^`])*?)(?<=[^\s*])\*(?![\w*]))",
+    re.S)  # a paragraph is converted whole: spans may cross its line breaks
 
 
 def runs(text, font=""):
@@ -229,7 +230,8 @@ def runs(text, font=""):
         if m.start() > pos:
             out.append((font, escape(text[pos:m.start()])))
         if m.group("code"):
-            code = escape(m.group("ctext").strip() or m.group("ctext"), code=True)
+            code = m.group("ctext").replace("\n", " ")
+            code = escape(code.strip() or code, code=True)
             # Marks the words of code; inline() keeps them from hyphenation.
             code = re.sub(r"(^|\s)(?=\S)", "\\1" + NOHYPH, code)
             out.append((font + "B" if "B" not in font else font, code))
@@ -264,8 +266,8 @@ CELL_BREAK_RE = re.compile(r"([_./])(?=[A-Za-z_])")
 
 
 def inline(text, cell=False):
-    """inline returns |text| as one roff text line with font escapes; the
-    line never starts with a control character. In a table |cell|, code may
+    """inline returns |text| as roff text with font escapes (one line per line
+    of |text|); no line starts with a control character. In a table |cell|, code may
     break after `_`, `.` and `/`."""
     out, cur = [], ""
     for font, piece in runs(text):
@@ -286,9 +288,12 @@ def inline(text, cell=False):
     if cell:
         line = CELL_BREAK_RE.sub(r"\1\\:", line)
     line = re.sub(r"\S*%s\S*" % NOHYPH, code_word, line)
-    if line[:1] in (".", "'"):
-        line = "\\&" + line
-    return line
+    return "\n".join("\\&" + l if l[:1] in (".", "'") else l for l in line.split("\n"))
+
+
+def paragraph(lines):
+    """paragraph returns the roff text lines of a paragraph's Markdown lines."""
+    return inline("\n".join(lines)).split("\n")
 
 
 def plain(text):
@@ -299,13 +304,65 @@ def plain(text):
 
 # --- Rendering -----------------------------------------------------------------
 
-def render_code(body):
-    out = [".PP", ".RS %d" % CODE_INDENT, ".nf"]
+def split_c_line(line, limit):
+    """split_c_line breaks a C line longer than |limit| after its last ", "
+    that fits (outside string literals and comments), continuing under the
+    first unclosed "(" (or 4 columns in); a trailing comment that does not fit
+    moves to a line of its own. Returns the lines; a line it cannot break
+    comes back as it is."""
+    if len(line) <= limit:
+        return [line]
+    code, sep, comment = line.partition("/*")
+    if sep and code.strip() and len(code.rstrip()) <= limit:
+        lead = len(code) - len(code.lstrip())
+        return [code.rstrip()] + split_c_line(" " * (lead + 4) + sep + comment, limit)
+    depth, in_str, opens, cut = 0, False, [], None
+    for k, c in enumerate(line[:limit]):
+        if c == '"' and line[k - 1:k] != "\\":
+            in_str = not in_str
+        elif in_str:
+            continue
+        elif line.startswith("/*", k):
+            break
+        elif c == "(":
+            opens.append(k)
+        elif c == ")" and opens:
+            opens.pop()
+        elif c == "," and line[k + 1:k + 2] == " " and k + 1 < limit:
+            cut = (k + 1, opens[-1] + 1 if opens else None)
+    if cut is None:
+        # No ", " to break at: after the first "(", if that leaves a shorter line.
+        paren = line.find("(")
+        if paren < 0 or paren + 1 >= limit or line.startswith("#", len(line) - len(line.lstrip())):
+            return [line]
+        cut = (paren + 1, None)
+    pos, col = cut
+    lead = len(line) - len(line.lstrip())
+    if col is None or col > limit // 2:
+        col = lead + 4
+    return [line[:pos].rstrip()] + split_c_line(" " * col + line[pos:].lstrip(), limit)
+
+
+def render_code(body, lang, indent):
+    """render_code sets a fenced block in no-fill mode. C is wrapped to the
+    terminal's width; every block is indented CODE_INDENT if it then fits,
+    less if not (diagrams wider than the page stay as they are)."""
+    room = LINE_WIDTH - BODY_INDENT - indent
+    if lang == "c":
+        body = [part for text in body for part in split_c_line(text.rstrip(), room)]
+    widest = max((len(text.rstrip()) for text in body), default=0)
+    out = [".PP", ".RS %d" % max(0, min(CODE_INDENT, room - widest)), ".nf"]
+    # A block wider than the text starts left of the margin, up to column 0.
+    shift = min(BODY_INDENT + indent, widest - room)
+    if shift > 0:
+        out.append(".in -%dn" % shift)
     for text in body:
         text = escape(text.rstrip(), code=True)
         if text[:1] in (".", "'") or not text:
             text = "\\&" + text
         out.append(text)
+    if shift > 0:
+        out.append(".in")
     out += [".fi", ".RE"]
     return out
 
@@ -371,9 +428,9 @@ def render_blocks(blocks, indent=0):
             out += [".SH" if block[1] <= 2 else ".SS", inline(block[2])]
         elif kind == "para":
             out.append(".PP")
-            out += [inline(t) for t in block[1]]
+            out += paragraph(block[1])
         elif kind == "code":
-            out += render_code(block[1])
+            out += render_code(block[1], block[2], indent)
         elif kind == "table":
             out += render_table(block[1], block[2], indent)
         elif kind == "list":
@@ -391,12 +448,12 @@ def render_list(ordered, items, indent):
         out.append('.IP "%s" %d' % (tag, width))
         rest = blocks
         if blocks and blocks[0][0] == "para":
-            out += [inline(t) for t in blocks[0][1]]
+            out += paragraph(blocks[0][1])
             rest = blocks[1:]
         for block in rest:
             if block[0] == "para":
                 out.append('.IP "" %d' % width)
-                out += [inline(t) for t in block[1]]
+                out += paragraph(block[1])
             else:
                 # .RS moves the margin by the item's indent; .RE restores it.
                 out.append(".RS")

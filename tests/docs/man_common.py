@@ -54,6 +54,6 @@ def synopsis(page_text):
             in_code = True
         elif line == ".fi":
             in_code = False
-        elif in_code:
+        elif in_code and not line.startswith("."):  # a request, such as .in
             out.append(roff_text(line))
     return out
