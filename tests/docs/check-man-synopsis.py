@@ -3,7 +3,8 @@
 page's SYNOPSIS, taken from the generated man page, must compile after
 `#include <openssl/utls.h>` from DIR. A prototype re-declared with other
 types, or a macro redefined with another value, is a compile error, so a page
-that drifts from the header fails, naming the page and the compiler's words."""
+that drifts from the header fails, naming the page and the compiler's words.
+Every name in a page's NAME line must also appear in its SYNOPSIS."""
 import argparse
 import os
 import re
@@ -84,6 +85,13 @@ def main():
                 failed += 1
                 continue
             checked += 1
+            declared = set(re.findall(r"\w+", "\n".join(lines)))
+            undeclared = [n for n in man_common.names(text) if n not in declared]
+            if undeclared:
+                print("%s: NAME lists %s, which its SYNOPSIS does not show"
+                      % (page, ", ".join(undeclared)))
+                failed += 1
+                continue
             src = os.path.join(tmp, os.path.basename(page) + ".c")
             with open(src, "w", encoding="utf-8") as f:
                 f.write(source_for(os.path.basename(page), lines))

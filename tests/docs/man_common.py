@@ -57,3 +57,13 @@ def synopsis(page_text):
         elif in_code and not line.startswith("."):  # a request, such as .in
             out.append(roff_text(line))
     return out
+
+
+def names(page_text):
+    """names returns the names a page's NAME line lists."""
+    lines = page_text.split("\n")
+    for k, line in enumerate(lines[:-2]):
+        if line.startswith(".SH") and lines[k + 1].strip() == "NAME":
+            head = roff_text(lines[k + 2]).split(" - ")[0]
+            return [n.strip() for n in head.split(",") if n.strip()]
+    return []

@@ -121,6 +121,18 @@ class TestMd2man(unittest.TestCase):
         self.assertEqual(page.names, ["DEMO_thing", "DEMO_other"])
         self.assertEqual(page.render("2026-01-01", "9.9"), EXPECTED)
 
+    def test_md2man_code_span_across_lines(self):
+        page = convert(PAGE.replace("a [link](x.md) and", "a `code\nspan` and"))
+        self.assertIn("a \\%\\fBcode \\%span\\fR and\n", page.render("", ""))
+
+    def test_md2man_long_c_line_wrapped(self):
+        long_decl = ("int DEMO_long(SSL *s, const void *buf, size_t len, unsigned char *out, "
+                     "size_t out_cap, uint64_t *out_number);")
+        page = convert(PAGE.replace("#include <demo.h>", long_decl))
+        text = page.render("", "")
+        self.assertIn("\nint DEMO_long(SSL *s, const void *buf, size_t len, unsigned char *out,\n"
+                      "              size_t out_cap, uint64_t *out_number);\n", text)
+
     def test_md2man_quote_at_line_start_escaped(self):
         page = convert(PAGE.replace(".a dot, 'a quote", "'a quote, .a dot"))
         self.assertIn("\n\\&'a quote, .a dot", page.render("", ""))
