@@ -304,10 +304,10 @@ def plain(text):
 
 # --- Rendering -----------------------------------------------------------------
 
-def split_c_line(line, limit):
+def split_c_line(line, limit, cont=None):
     """split_c_line breaks a C line longer than |limit| after its last ", "
     that fits (outside string literals and comments), continuing under the
-    first unclosed "(" (or 4 columns in); a trailing comment that does not fit
+    first unclosed "(" (or |cont|, or 4 columns in); a trailing comment that does not fit
     moves to a line of its own. Returns the lines; a line it cannot break
     comes back as it is."""
     if len(line) <= limit:
@@ -338,9 +338,30 @@ def split_c_line(line, limit):
         cut = (paren + 1, None)
     pos, col = cut
     lead = len(line) - len(line.lstrip())
-    if col is None or col > limit // 2:
+    if col is None:
+        col = cont if cont is not None else lead + 4
+    if col > limit // 2:
         col = lead + 4
-    return [line[:pos].rstrip()] + split_c_line(" " * col + line[pos:].lstrip(), limit)
+    return [line[:pos].rstrip()] + split_c_line(" " * col + line[pos:].lstrip(), limit, col)
+
+
+def join_c_statements(body, room):
+    """join_c_statements joins the lines of a C declaration that spans lines
+    (open parentheses at a line's end) if one of them is wider than |room|,
+    so that split_c_line can wrap it as a whole."""
+    out, group, depth = [], [], 0
+    for text in body:
+        group.append(text.rstrip())
+        code = re.sub(r"/\*.*?\*/", "", text)
+        depth += code.count("(") - code.count(")")
+        if depth > 0:
+            continue
+        if len(group) > 1 and max(len(g) for g in group) > room:
+            out.append(group[0] + " " + " ".join(g.strip() for g in group[1:]))
+        else:
+            out += group
+        group, depth = [], 0
+    return out + group
 
 
 def render_code(body, lang, indent):
@@ -349,7 +370,8 @@ def render_code(body, lang, indent):
     less if not (diagrams wider than the page stay as they are)."""
     room = LINE_WIDTH - BODY_INDENT - indent
     if lang == "c":
-        body = [part for text in body for part in split_c_line(text.rstrip(), room)]
+        body = [part for text in join_c_statements(body, room)
+                for part in split_c_line(text.rstrip(), room)]
     widest = max((len(text.rstrip()) for text in body), default=0)
     out = [".PP", ".RS %d" % max(0, min(CODE_INDENT, room - widest)), ".nf"]
     # A block wider than the text starts left of the margin, up to column 0.
@@ -514,8 +536,11 @@ class Page:
                '.TH %s %s "%s" "uTLS %s" "uTLS"' % (self.name, self.section, date, version)]
         for block in self.blocks:
             if block[0] == "name":
+                # Unjustified: a list of long names justified is mostly gaps.
+                out.append(".na")
                 out.append("%s \\- %s" % (", ".join("\\%" + escape(nm) for nm in block[1]),
                                           escape(plain(block[2]))))
+                out.append(".ad")
             else:
                 out += render_blocks([block])
         return "\n".join(out) + "\n"

@@ -62,8 +62,9 @@ def synopsis(page_text):
 def names(page_text):
     """names returns the names a page's NAME line lists."""
     lines = page_text.split("\n")
-    for k, line in enumerate(lines[:-2]):
+    for k, line in enumerate(lines[:-1]):
         if line.startswith(".SH") and lines[k + 1].strip() == "NAME":
-            head = roff_text(lines[k + 2]).split(" - ")[0]
+            text = next((l for l in lines[k + 2:] if not l.startswith(".")), "")
+            head = roff_text(text).split(" - ")[0]
             return [n.strip() for n in head.split(",") if n.strip()]
     return []
