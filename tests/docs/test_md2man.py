@@ -176,6 +176,10 @@ class TestMd2man(unittest.TestCase):
                            r"NAME must be")
         self.assertRefused("no title\n", r"starts with a `# TITLE`")
 
+    def test_md2man_lists_nested_too_deep_refused(self):
+        deep = "".join("  " * k + "* level %d\n" % k for k in range(md2man.MAX_LIST_DEPTH + 2))
+        self.assertRefused(PAGE + "\n" + deep, r"lists nested deeper than %d" % md2man.MAX_LIST_DEPTH)
+
     def test_md2man_name_in_two_pages_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             paths = []
