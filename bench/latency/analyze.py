@@ -318,6 +318,20 @@ def overtaken(completion):
     return n
 
 
+def behind_oracle(latencies, oracle_latencies):
+    """How far a mode's deliveries trail the oracle of the same run: records
+    delivered more than 5 and 20 ms after their last byte reached the host,
+    and the largest lag. A receiver that delivers as early as the bytes allow
+    stays within about a millisecond; more means its process was not
+    scheduled (a loaded machine: stock TLS is late by as much then) or held a
+    record back."""
+    lags = [latencies[i] - oracle_latencies[i] for i in latencies if i in oracle_latencies]
+    return {"records": len(lags),
+            "gt_5ms": sum(1 for x in lags if x > 5.0),
+            "gt_20ms": sum(1 for x in lags if x > 20.0),
+            "max_ms": round(max(lags), 3) if lags else None}
+
+
 def analyze_run(recv_log, rtt_ms, send_log=None, pcap=None, port=None, wire_overhead=22):
     lat, start, end, recs = run_latencies(recv_log)
     count = start["count"]

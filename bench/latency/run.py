@@ -331,6 +331,18 @@ def summarize(cfg, results):
             o = results[mode]["oracle"]
             out[mode]["oracle_same_run"] = {k: o[k] for k in ("delayed_gt_rtt", "p50_ms", "p95_ms",
                                                                "p99_ms", "overtaken")}
+    for mode in ("utls", "ucobs"):
+        if mode in results and "oracle_latencies" in results[mode]:
+            lag = analyze.behind_oracle(results[mode]["latencies"],
+                                        results[mode]["oracle_latencies"])
+            out[mode]["behind_oracle"] = lag
+            if lag["gt_20ms"] > 0:
+                log("warning: %s delivered %d records more than 20 ms after their last byte "
+                    "reached the host (max %.1f ms): the receiver was not scheduled in time; "
+                    "load average %s. Run the benchmark on an idle machine."
+                    % (mode, lag["gt_20ms"], lag["max_ms"],
+                       " ".join("%.2f" % x for x in os.getloadavg())))
+    out["host_loadavg_after"] = list(os.getloadavg())
     return out
 
 

@@ -7,7 +7,8 @@ bench_latency_model, label unit). No network, no root.
   * analyze.overtaken on arrival orders with one, two adjacent and no losses;
   * run.parse_counters on the shape of /proc/net/snmp and /proc/net/netstat,
     and its refusal of truncated or mismatched text;
-  * run.recovery_model on a made-up result document.
+  * run.recovery_model on a made-up result document;
+  * analyze.behind_oracle on lags just under and over its thresholds.
 Exit 0 pass, 1 fail.
 """
 import os
@@ -106,8 +107,21 @@ def test_recovery_model():
            False)
 
 
+def test_behind_oracle():
+    f = analyze.behind_oracle
+    oracle = {0: 50.0, 1: 50.0, 2: 170.0, 3: 50.0}
+    # On time, just over 5 ms, just over 20 ms, and a record the oracle lacks.
+    got = f({0: 50.9, 1: 55.1, 2: 190.5, 4: 400.0}, oracle)
+    expect("behind_oracle counts", (got["records"], got["gt_5ms"], got["gt_20ms"]), (3, 2, 1))
+    expect("behind_oracle max", got["max_ms"], 20.5)
+    edge = f({0: 55.0, 2: 190.0}, oracle)
+    expect("behind_oracle: exactly 5 ms is not over 5, exactly 20 not over 20",
+           (edge["gt_5ms"], edge["gt_20ms"]), (1, 0))
+    expect("behind_oracle nothing to compare", f({}, oracle)["max_ms"], None)
+
+
 def main():
-    for t in (test_model, test_overtaken, test_counters, test_recovery_model):
+    for t in (test_model, test_overtaken, test_counters, test_recovery_model, test_behind_oracle):
         t()
     for f in failures:
         print("FAIL: %s" % f)
