@@ -67,6 +67,8 @@
  *                   call (1..6); bit 7 TLS 1.2 explicit nonce = the number
  *     u8 u16        length selector (see pick_plain_len)
  *     u8 [..]       the true number's selector (see pick_seq)
+ *     [u16 k, k bytes]  arbitrary records: k bytes of the body from the
+ *                   input (k modulo the body length + 1), the rest filler
  *     u8            mutation count (0..3), then u8 op, u16 arg, u8 arg2 each
  *     u8            max_out - record_len
  *     u8 [u16]      candidate count (see pick_count), u8 mix, u8 place,
@@ -767,7 +769,16 @@ static void one_record(fuzz_cursor *c, const fuzz_key *k, UTLS_AEAD_SEARCH *cons
     sealed[2] = (uint8_t)version;
     set_length_field(sealed, sealed_len - HEADER_LEN);
     if (arbitrary) {
-        fill(rng, sealed + HEADER_LEN, sealed_len - HEADER_LEN);
+        /* The first bytes of the body from the input (so that the fuzzer
+         * can write whole records, from its comparison hints too), the
+         * rest from the generator. */
+        size_t body = sealed_len - HEADER_LEN, take = fuzz_get_u16(c) % (body + 1);
+
+        take = take < c->len ? take : c->len;
+        memcpy(sealed + HEADER_LEN, c->p, take);
+        c->p += take;
+        c->len -= take;
+        fill(rng, sealed + HEADER_LEN + take, body - take);
     } else {
         if (k->explicit_len != 0) {
             /* RFC 5288 3: the explicit nonce is the sender's choice: OpenSSL
@@ -812,8 +823,8 @@ static void one_record(fuzz_cursor *c, const fuzz_key *k, UTLS_AEAD_SEARCH *cons
                 "record %u: %s, type %u version %04x plain %zu seq %llu sealed %zu -> %zu (%s) "
                 "candidates %zu truth %zu max_out %zu\n",
                 index, arbitrary ? "arbitrary" : "sealed", type, version, plain_len,
-                (unsigned long long)seq, sealed_len, rec_len, intact ? "intact" : "changed", n,
-                truth, max_out);
+                (unsigned long long)seq, sealed_len, rec_len,
+                intact ? "intact" : arbitrary ? "arbitrary" : "changed", n, truth, max_out);
     }
 
     /* Exact-size heap copies: ASan sees every over-read. */
