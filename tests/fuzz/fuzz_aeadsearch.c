@@ -385,23 +385,17 @@ static uint64_t pick_seq(fuzz_cursor *c)
     }
 }
 
-/* The number of candidates, including the two out of range. */
+/* The number of candidates: selectors 0 to 2 give the two counts out of
+ * range and the maximum, 3 any valid count, the others 1 to 32. */
 static size_t pick_count(fuzz_cursor *c)
 {
+    static const size_t fixed[3] = { 0, MAX_CAND + 1, MAX_CAND };
     unsigned sel = fuzz_get_u8(c);
 
-    switch (sel % 8) {
-    case 0:
-        return 0;
-    case 1:
-        return MAX_CAND + 1;
-    case 2:
-        return MAX_CAND;
-    case 3:
-        return 1 + fuzz_get_u16(c) % MAX_CAND;
-    default:
-        return 1 + (sel >> 3); /* 1..32 */
+    if (sel % 8 < 3) {
+        return fixed[sel % 8];
     }
+    return sel % 8 == 3 ? 1 + fuzz_get_u16(c) % MAX_CAND : 1 + (sel >> 3);
 }
 
 /* Candidates: each drawn from the kinds the input's |mix| allows (all when
