@@ -27,6 +27,12 @@
  *             input, keyed and always run with the portable GF(2^128)
  *             multiplication forced (utls_gf128_test_force_portable, a hook
  *             compiled into this program only)
+ *   copy      the provider's EVP interface without the client: a
+ *             UTLS-*-SEARCH cipher context keyed once per input (the static
+ *             IV through EVP_DecryptInit_ex2's iv, the TLS 1.2 salt through
+ *             "utls-iv"), copied with EVP_CIPHER_CTX_copy for every record
+ *             (the copy rebuilds its key), "utls-seqs", one
+ *             EVP_DecryptUpdate, EVP_DecryptFinal_ex and "utls-match"
  *
  * The oracle (abort() on any failure):
  *  (a) every path gives the same result, index, length and plaintext;
@@ -85,6 +91,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/params.h>
 #include <openssl/provider.h>
 
 #include "fuzz_input.h"
@@ -121,8 +128,8 @@
 #define MAX_LEN UTLS_AEAD_SEARCH_MAX_RECORD_LEN
 #define MAX_CAND UTLS_AEAD_SEARCH_MAX_CANDIDATES
 
-enum path { P_PROV, P_EVP, P_FRESH, P_PORTABLE, P_COUNT };
-static const char *const path_names[P_COUNT] = { "prov", "evp", "fresh", "portable" };
+enum path { P_PROV, P_EVP, P_FRESH, P_PORTABLE, P_COPY, P_COUNT };
+static const char *const path_names[P_COUNT] = { "prov", "evp", "fresh", "portable", "copy" };
 
 /* The bad-argument calls (flags bits 4-6). */
 enum bad_arg {
@@ -150,6 +157,9 @@ typedef struct {
 
 static OSSL_LIB_CTX *libctx;
 static int trace;
+/* P_COPY: a UTLS-*-SEARCH cipher context keyed once per input, copied for
+ * every record. */
+static EVP_CIPHER_CTX *copy_src;
 
 static void setup_once(void)
 {
@@ -596,6 +606,42 @@ static int all_zero(const uint8_t *p, size_t n)
     return acc == 0;
 }
 
+/* The search through the provider's EVP interface on a copy of copy_src,
+ * with the client's conventions for the answer. ERROR when the candidates
+ * are refused or a call fails. */
+static enum utls_aead_search_result search_copy(uint8_t *out, size_t *out_len,
+                                                size_t *out_index, const uint8_t *rec,
+                                                size_t rec_len, const uint64_t *seqs, size_t n)
+{
+    static uint8_t seqs_be[(MAX_CAND + 1) * 8];
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    OSSL_PARAM params[2];
+    int l = -1, l2 = -1, match = -2, final_ok;
+    enum utls_aead_search_result r = UTLS_AEAD_SEARCH_ERROR;
+
+    CHECK(ctx != NULL && EVP_CIPHER_CTX_copy(ctx, copy_src) == 1);
+    for (size_t i = 0; i < n; i++) {
+        put_be64(seqs_be + 8 * i, seqs[i]);
+    }
+    params[0] = OSSL_PARAM_construct_octet_string(UTLS_AEAD_SEARCH_PARAM_SEQS, seqs_be, 8 * n);
+    params[1] = OSSL_PARAM_construct_end();
+    if (EVP_CIPHER_CTX_set_params(ctx, params) != 1) {
+        goto end;
+    }
+    CHECK(EVP_DecryptUpdate(ctx, out, &l, rec, (int)rec_len) == 1);
+    final_ok = EVP_DecryptFinal_ex(ctx, out + l, &l2) == 1;
+    CHECK(l2 == 0);
+    params[0] = OSSL_PARAM_construct_int(UTLS_AEAD_SEARCH_PARAM_MATCH, &match);
+    CHECK(EVP_CIPHER_CTX_get_params(ctx, params) == 1);
+    CHECK(final_ok == (match >= 0));
+    *out_len = (size_t)l;
+    *out_index = match >= 0 ? (size_t)match : SIZE_MAX;
+    r = final_ok ? UTLS_AEAD_SEARCH_FOUND : UTLS_AEAD_SEARCH_NOT_FOUND;
+end:
+    EVP_CIPHER_CTX_free(ctx);
+    return r;
+}
+
 /* One search on |path| with valid arguments; fills |a| and checks (c), (d)
  * and the shape of the answer. */
 static void search_path(enum path path, UTLS_AEAD_SEARCH *ctx, const fuzz_key *k, answer *a,
@@ -612,7 +658,9 @@ static void search_path(enum path path, UTLS_AEAD_SEARCH *ctx, const fuzz_key *k
     if (path == P_PORTABLE) {
         utls_gf128_test_force_portable = 1;
     }
-    if (path == P_FRESH) {
+    if (path == P_COPY) {
+        a->r = search_copy(out, &a->len, &a->index, rec, rec_len, seqs, n);
+    } else if (path == P_FRESH) {
         a->r = utls_aead_search(libctx, k->kind, k->layout, k->key, k->key_len, k->iv, k->iv_len,
                                 UTLS_AEAD_SEARCH_PATH_PROVIDER, out, &a->len, max_out, &a->index,
                                 rec, rec_len, seqs, n);
@@ -837,7 +885,7 @@ static void one_record(fuzz_cursor *c, const fuzz_key *k, UTLS_AEAD_SEARCH *cons
     int sentinel = (flags >> 3) & 1;
     for (int p = 0; p < P_COUNT; p++) {
         ans[p].buf = NULL;
-        if (p != P_FRESH && ctxs[p] == NULL) {
+        if (p != P_FRESH && p != P_COPY && ctxs[p] == NULL) {
             continue;
         }
         ans[p].buf = malloc(max_out + 2 * GUARD_LEN);
@@ -895,6 +943,31 @@ static void one_record(fuzz_cursor *c, const fuzz_key *k, UTLS_AEAD_SEARCH *cons
     free(seqs);
 }
 
+/* copy_src for |k|: the UTLS-*-SEARCH cipher keyed for decryption. */
+static EVP_CIPHER_CTX *keyed_search_cipher(const fuzz_key *k)
+{
+    const char *name = k->kind == UTLS_AEAD_SEARCH_AES_128_GCM
+                           ? UTLS_AEAD_SEARCH_AES_128_GCM_NAME
+                       : k->kind == UTLS_AEAD_SEARCH_AES_256_GCM
+                           ? UTLS_AEAD_SEARCH_AES_256_GCM_NAME
+                           : UTLS_AEAD_SEARCH_CHACHA20_POLY1305_NAME;
+    EVP_CIPHER *cipher = EVP_CIPHER_fetch(libctx, name, NULL);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    OSSL_PARAM params[3];
+    int salt = k->iv_len != 12;
+
+    CHECK(cipher != NULL && ctx != NULL);
+    params[0] = OSSL_PARAM_construct_utf8_string(
+        UTLS_AEAD_SEARCH_PARAM_LAYOUT, k->layout == UTLS_AEAD_SEARCH_TLS12 ? "tls12" : "tls13", 0);
+    params[1] = salt ? OSSL_PARAM_construct_octet_string(UTLS_AEAD_SEARCH_PARAM_IV,
+                                                         (void *)k->iv, k->iv_len)
+                     : OSSL_PARAM_construct_end();
+    params[2] = OSSL_PARAM_construct_end();
+    CHECK(EVP_DecryptInit_ex2(ctx, cipher, k->key, salt ? NULL : k->iv, params) == 1);
+    EVP_CIPHER_free(cipher);
+    return ctx;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_cursor c = { data, size };
@@ -929,12 +1002,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                 k.iv, k.iv_len, UTLS_AEAD_SEARCH_PATH_PROVIDER);
         CHECK(ctxs[P_PORTABLE] != NULL);
     }
+    copy_src = keyed_search_cipher(&k);
     for (unsigned i = 0; i < MAX_RECORDS && c.len > 0; i++) {
         one_record(&c, &k, ctxs, &rng, i);
     }
     for (int p = 0; p < P_COUNT; p++) {
         utls_aead_search_free(ctxs[p]);
     }
+    EVP_CIPHER_CTX_free(copy_src);
+    copy_src = NULL;
     CHECK(ERR_peek_error() == 0);
     return 0;
 }
