@@ -995,6 +995,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(ctxs[P_PROV] != NULL && ctxs[P_EVP] != NULL);
     CHECK(utls_aead_search_get_path(ctxs[P_PROV]) == UTLS_AEAD_SEARCH_PATH_PROVIDER);
     CHECK(utls_aead_search_get_path(ctxs[P_EVP]) == UTLS_AEAD_SEARCH_PATH_EVP);
+    /* AUTO takes the provider when the library context has it. */
+    UTLS_AEAD_SEARCH *automatic = utls_aead_search_new(libctx, NULL, k.kind, k.layout, k.key,
+                                                       k.key_len, k.iv, k.iv_len,
+                                                       UTLS_AEAD_SEARCH_PATH_AUTO);
+    CHECK(automatic != NULL);
+    CHECK(utls_aead_search_get_path(automatic) == UTLS_AEAD_SEARCH_PATH_PROVIDER);
+    utls_aead_search_free(automatic);
     if (k.explicit_len != 0) {
         /* The provider builds its key (H and its powers) at the first
          * search: every search on this context runs with the flag set. */
