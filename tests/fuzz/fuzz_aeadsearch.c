@@ -18,7 +18,7 @@
  * sometimes a call with bad arguments (max_out one short, out overlapping
  * the record, NULL pointers).
  *
- * Every record is searched on four paths:
+ * Every record is searched on five paths:
  *   prov      a provider context kept for the whole input (its cache of H^m
  *             sees records of many lengths)
  *   evp       an EVP-path context kept for the whole input
@@ -109,7 +109,7 @@
     } while (0)
 
 /* Records per input: bounds the run time of one input (a record can cost up
- * to five searches of 1024 candidates over 18 KB). */
+ * to six searches of 1024 candidates over 18 KB). */
 #define MAX_RECORDS 8
 /* Mutations per record. */
 #define MAX_MUTATIONS 3
