@@ -110,8 +110,17 @@ __attribute__((target("pclmul,sse2"))) static utls_gf128 gf128_mul_clmul(utls_gf
 }
 #endif
 
+#ifdef UTLS_GF128_TEST_HOOK
+int utls_gf128_test_force_portable;
+#endif
+
 int utls_gf128_have_clmul(void)
 {
+#ifdef UTLS_GF128_TEST_HOOK
+    if (utls_gf128_test_force_portable) {
+        return 0;
+    }
+#endif
 #ifdef UTLS_GF128_CLMUL
     static int have = -1;
 

@@ -38,4 +38,14 @@ utls_gf128 utls_gf128_mul_portable(utls_gf128 a, utls_gf128 b);
 /* utls_gf128_have_clmul returns 1 when utls_gf128_mul uses PCLMULQDQ. */
 int utls_gf128_have_clmul(void);
 
+#ifdef UTLS_GF128_TEST_HOOK
+/* utls_gf128_test_force_portable exists only in test programs that compile
+ * gf128.c with UTLS_GF128_TEST_HOOK defined (tests/fuzz/fuzz_aeadsearch.c);
+ * utls.so, utls_provider_static and the fork never have it. While it is
+ * nonzero, utls_gf128_have_clmul returns 0 and utls_gf128_mul uses the
+ * portable multiplication, so that the search's portable path can be checked
+ * against PCLMULQDQ on the same machine. The test owns it; not thread-safe. */
+extern int utls_gf128_test_force_portable;
+#endif
+
 #endif

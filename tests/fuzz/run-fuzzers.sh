@@ -20,6 +20,11 @@
 # fuzz_ern: the receive path of explicit record numbers (see the header of
 #   fuzz_ern.c: a negotiated pair per input, a sender that seals, reorders
 #   and drops, then replays, flips and forgeries), built in the same tree.
+# fuzz_aeadsearch: the provider's AEAD candidate search against the client's
+#   EVP trial decryption and records sealed by the target itself (see the
+#   header of fuzz_aeadsearch.c); the provider's sources and the client are
+#   compiled in, instrumented, with the test-only switch of gf128.c
+#   (UTLS_GF128_TEST_HOOK) that forces the portable multiplication.
 set -euo pipefail
 
 seconds=${1:-600}
@@ -43,25 +48,35 @@ done
 "$cc" "${flags[@]}" -I"$root/include" -I"$root/openssl-patch/src" -o "$out/fuzz_streams" \
     "$here/fuzz_streams.c" "$root/openssl-patch/src/utls_streamq.c"
 targets+=(fuzz_streams)
+# The AEAD search: the provider and its client, against the system libcrypto.
+"$cc" "${flags[@]}" -DUTLS_GF128_TEST_HOOK -I"$root/provider" -I"$root/provider/include" \
+    -o "$out/fuzz_aeadsearch" "$here/fuzz_aeadsearch.c" "$root/provider/utls_prov.c" \
+    "$root/provider/search.c" "$root/provider/gf128.c" "$root/provider/aeadsearch_client.c" -lcrypto
+targets+=(fuzz_aeadsearch)
 
 # The receive path: the fork built with coverage instrumentation.
-san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
-san="$san -fno-omit-frame-pointer"
-if [ ! -f "$out/receiver/build.ninja" ]; then
-    cmake -S "$root" -B "$out/receiver" -G Ninja -DCMAKE_C_COMPILER="$cc" \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$san" \
-        -DUTLS_UPSTREAM_TESTS=OFF -DUTLS_LIBFUZZER=ON >"$out/receiver-configure.log" 2>&1 || {
-        echo "run-fuzzers: configuring $out/receiver failed (log: $out/receiver-configure.log)" >&2
+# It builds the whole fork: skipped when UTLS_FUZZ_TARGETS names neither of
+# its targets.
+if [ -z "${UTLS_FUZZ_TARGETS:-}" ] || [[ " $UTLS_FUZZ_TARGETS " == *" fuzz_receiver "* ]] \
+    || [[ " $UTLS_FUZZ_TARGETS " == *" fuzz_ern "* ]]; then
+    san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
+    san="$san -fno-omit-frame-pointer"
+    if [ ! -f "$out/receiver/build.ninja" ]; then
+        cmake -S "$root" -B "$out/receiver" -G Ninja -DCMAKE_C_COMPILER="$cc" \
+            -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$san" \
+            -DUTLS_UPSTREAM_TESTS=OFF -DUTLS_LIBFUZZER=ON >"$out/receiver-configure.log" 2>&1 || {
+            echo "run-fuzzers: configuring $out/receiver failed (log: $out/receiver-configure.log)" >&2
+            exit 1
+        }
+    fi
+    cmake --build "$out/receiver" --target fuzz_receiver fuzz_ern >"$out/receiver-build.log" 2>&1 || {
+        echo "run-fuzzers: building fuzz_receiver and fuzz_ern failed (log: $out/receiver-build.log)" >&2
         exit 1
     }
+    cp "$out/receiver/tests/fuzz/fuzz_receiver" "$out/fuzz_receiver"
+    cp "$out/receiver/tests/fuzz/fuzz_ern" "$out/fuzz_ern"
+    targets+=(fuzz_receiver fuzz_ern)
 fi
-cmake --build "$out/receiver" --target fuzz_receiver fuzz_ern >"$out/receiver-build.log" 2>&1 || {
-    echo "run-fuzzers: building fuzz_receiver and fuzz_ern failed (log: $out/receiver-build.log)" >&2
-    exit 1
-}
-cp "$out/receiver/tests/fuzz/fuzz_receiver" "$out/fuzz_receiver"
-cp "$out/receiver/tests/fuzz/fuzz_ern" "$out/fuzz_ern"
-targets+=(fuzz_receiver fuzz_ern)
 if [ -n "${UTLS_FUZZ_TARGETS:-}" ]; then
     read -r -a targets <<<"$UTLS_FUZZ_TARGETS"
 fi
