@@ -340,6 +340,13 @@ static int do_read(int kind)
     return 1;
 }
 
+/* msg_len: the next message's length for the size class in |flags|. */
+static size_t msg_len(unsigned flags, uint32_t *rng)
+{
+    return fuzz_msg_len((flags & FLAG_LARGE) != 0, (flags & FLAG_TINY) != 0,
+                        (flags & FLAG_VARIABLE) != 0, MAX_MSG, rng);
+}
+
 /* negotiate: the client reads the offer and sends the accept; the server
  * processes it in order. Returns 1 if numbers are on for the client's
  * direction at both ends. */
@@ -413,8 +420,7 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
             TRACE("sender: KeyUpdate\n");
         }
         if (b & 0x80) {
-            size_t len = fuzz_msg_len((flags & FLAG_LARGE) != 0, (flags & FLAG_TINY) != 0,
-                                  (flags & FLAG_VARIABLE) != 0, MAX_MSG, &rng);
+            size_t len = msg_len(flags, &rng);
             size_t w = 0;
             CHECK(uh_msg_build(msg, (uint32_t)i, len));
             CHECK(SSL_write_ex(g.p.c, msg, len, &w) == 1 && w == len);
@@ -433,8 +439,7 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
         /* A batch: seal k, then write them in a shuffled order, dropping
          * some (never the last sealed, which cannot be dropped). */
         for (size_t j = 0; j < k; j++) {
-            lens[j] = fuzz_msg_len((flags & FLAG_LARGE) != 0, (flags & FLAG_TINY) != 0,
-                                  (flags & FLAG_VARIABLE) != 0, MAX_MSG, &rng);
+            lens[j] = msg_len(flags, &rng);
             CHECK(uh_msg_build(msg, (uint32_t)(i + j), lens[j]));
             ERR_clear_error();
             if (UTLS_ern_seal(g.p.c, msg, lens[j], g_sealed[j], sizeof(g_sealed[j]),
