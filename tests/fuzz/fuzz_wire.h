@@ -4,7 +4,7 @@
  * each offset (first copy, genuine or not), with the helpers that push
  * genuine and forged bytes and keep that record. Header-only: each target is
  * one program. Before including it a target defines FUZZ_WIRE_MAX (bytes of
- * the data phase), FUZZ_WIRE_MAX_RECORDS (at most 255: rec_of is a byte) and
+ * the data phase), FUZZ_WIRE_MAX_RECORDS (at most 256: rec_of is a byte) and
  * CHECK(cond) (abort() on failure), and includes uharness.h. */
 #ifndef UTLS_TESTS_FUZZ_WIRE_H
 #define UTLS_TESTS_FUZZ_WIRE_H
@@ -18,6 +18,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/utls.h>
+
+_Static_assert(FUZZ_WIRE_MAX_RECORDS <= 256, "gw.rec_of holds a record index in a byte");
 
 /* fuzz_rec: one record of the data phase, as the sender wrote it. */
 typedef struct {
