@@ -389,6 +389,15 @@ static void label_app(uint32_t idx, size_t len, uint32_t gen, uint64_t seq)
     g.num_written++;
 }
 
+/* label_keyupdate labels record |k| as the KeyUpdate that ends key
+ * generation |*gen| at number |*next|; the next generation counts from 0. */
+static void label_keyupdate(size_t k, uint32_t *gen, uint64_t *next)
+{
+    gw.recs[k].gen = (*gen)++;
+    gw.recs[k].seq = *next;
+    *next = 0;
+}
+
 /* send_plan: the sender's side, directed by |in|. */
 static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, uint32_t rng)
 {
@@ -427,9 +436,7 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
             int got = fuzz_take_client_output();
             CHECK(got == 1 || got == 2);
             if (got == 2) {
-                gw.recs[gw.num_recs - 2].gen = gen++;
-                gw.recs[gw.num_recs - 2].seq = next;
-                next = 0;
+                label_keyupdate(gw.num_recs - 2, &gen, &next);
             }
             TRACE("sender: write %zu as %llu\n", i, (unsigned long long)next);
             label_app((uint32_t)i, len, gen, next++);
@@ -451,9 +458,7 @@ static void send_plan(fuzz_cursor *in, size_t num, unsigned flags, int tls13, ui
             CHECK(got == 0 || got == 1);
             if (got == 1) {
                 /* The KeyUpdate owed: written before the first seal. */
-                gw.recs[gw.num_recs - 1].gen = gen++;
-                gw.recs[gw.num_recs - 1].seq = next;
-                next = 0;
+                label_keyupdate(gw.num_recs - 1, &gen, &next);
             }
             CHECK(nums[j] == next);
             next++;
