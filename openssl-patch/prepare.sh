@@ -12,12 +12,30 @@
 #   UTLS_OPENSSL_CACHE    where a fetched tarball is kept (default ~/.cache/utls)
 #   UTLS_BASE_FILE        the BASE file to read (default: next to this script)
 #   UTLS_PATCH_DIR        the patch series to apply (default: patches/ here)
+#   UTLS_DEBIAN_PATCHES   use this local debian.tar.xz instead of fetching one
+#   UTLS_SECURITY_DIR     the security series to apply (default: security/ here)
 #   UTLS_PREPARE_VERIFY_ONLY=1  stop after the tarball is verified (tests)
+#
+# With --stock OUTDIR it prepares the same source without our series and
+# without our sources: upstream + Debian's series + openssl-patch/security/,
+# configured with Debian's own target and build flags in
+# OUTDIR/openssl-<ver>-stock/build_shared (tests/parity builds the stock
+# libssl.so.3 there and compares it with the system's).
+#
+# The order of the series is the distribution's: Debian's own patches
+# (fetched and verified, never committed), then the security fixes of the
+# Debian revision the fork matches (security/, ours, one per CVE), then the
+# uTLS hooks (patches/).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
-out=${1:?usage: prepare.sh OUTDIR}
+stock=0
+if [ "${1:-}" = --stock ]; then
+    stock=1
+    shift
+fi
+out=${1:?usage: prepare.sh [--stock] OUTDIR}
 base_file=${UTLS_BASE_FILE:-$here/BASE}
 patch_dir=${UTLS_PATCH_DIR:-$here/patches}
 
@@ -32,13 +50,17 @@ note() { printf 'prepare.sh: %s\n' "$*"; }
 [ -r "$base_file" ] || die "cannot read $base_file"
 # shellcheck disable=SC1090
 . "$base_file"
-for v in UPSTREAM_VERSION ORIG_TARBALL ORIG_SHA256 DEBIAN_VERSION MIN_LIBCRYPTO CONFIGURE_OPTIONS; do
+for v in UPSTREAM_VERSION ORIG_TARBALL ORIG_SHA256 DEBIAN_VERSION MIN_LIBCRYPTO CONFIGURE_OPTIONS \
+    DEBIAN_PATCHES_VERSION DEBIAN_PATCHES_TARBALL DEBIAN_PATCHES_SHA256 DEBIAN_DSC DEBIAN_DSC_SHA256 \
+    DEBIAN_CONFIGURE_OPTIONS DEBIAN_BUILD_MAINT_OPTIONS; do
     [ -n "${!v:-}" ] || die "$base_file does not set $v"
 done
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tree=$out/openssl-$UPSTREAM_VERSION
+[ "$stock" = 1 ] && tree=$out/openssl-$UPSTREAM_VERSION-stock
+security_dir=${UTLS_SECURITY_DIR:-$here/security}
 # Two builds configuring the same tree at once (parallel cmake runs) would
 # unpack over each other, and re-unpacking under running upstream tests
 # (tests/upstream, which holds this lock shared while it runs) would pull the
@@ -106,6 +128,58 @@ ensure_deb_src() {
     apt-get update -q >&2
 }
 
+# Debian's packaging of the same upstream version: the .dsc (signed by its
+# uploader) and the .debian.tar.xz that holds debian/patches/. They live in
+# the same pool directory as the orig tarball, which apt names for us.
+fetch_debian_file() {
+    local name=$1 sha=$2 dest=$cache/$1 uri dir
+    if [ -f "$dest" ] && [ "$(sha256sum <"$dest" | cut -d' ' -f1)" = "$sha" ]; then
+        echo "$dest"
+        return
+    fi
+    mkdir -p "$cache"
+    command -v apt-get >/dev/null || die "no apt-get to fetch $name" \
+        "put a copy at $dest or set UTLS_DEBIAN_PATCHES=/path/to/$DEBIAN_PATCHES_TARBALL"
+    ensure_deb_src
+    uri=$(apt-get source --print-uris "openssl=$DEBIAN_VERSION" 2>/dev/null |
+        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
+    [ -n "$uri" ] || uri=$(apt-get source --print-uris openssl 2>/dev/null |
+        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
+    [ -n "$uri" ] || die "apt does not know where Debian keeps openssl $UPSTREAM_VERSION" \
+        "put a verified copy of $name at $dest"
+    dir=${uri%/*}
+    uri=$dir/$(printf '%s' "$name" | sed 's/~/%7e/g')
+    note "fetching $uri" >&2
+    /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$sha" >&2 ||
+        die "download of $uri failed or did not match the pinned SHA-256" \
+            "Debian's archive may have dropped $DEBIAN_PATCHES_VERSION: put a verified copy at $dest"
+    mv "$dest.part" "$dest"
+    echo "$dest"
+}
+
+# The .dsc is signed by the Debian developer who uploaded it; debian-keyring
+# (an apt package, itself verified through the archive's signed metadata)
+# holds that key. The .dsc lists the SHA-256 of the .debian.tar.xz.
+verify_debian_patches() {
+    local tarxz=$1 dsc=$2 got kr keyrings=()
+    got=$(sha256sum <"$tarxz" | cut -d' ' -f1)
+    [ "$got" = "$DEBIAN_PATCHES_SHA256" ] ||
+        die "SHA-256 of $tarxz is $got, expected $DEBIAN_PATCHES_SHA256 (openssl-patch/BASE)" \
+            "the file is corrupted or was tampered with: delete it and fetch it again"
+    grep -q "^ $DEBIAN_PATCHES_SHA256 [0-9]* $DEBIAN_PATCHES_TARBALL\$" "$dsc" ||
+        die "$dsc does not list $DEBIAN_PATCHES_TARBALL with the pinned SHA-256"
+    for kr in /usr/share/keyrings/debian-keyring.gpg /usr/share/keyrings/debian-maintainers.gpg; do
+        [ -r "$kr" ] && keyrings+=(--keyring "$kr")
+    done
+    if [ ${#keyrings[@]} -eq 0 ] || ! command -v gpgv >/dev/null; then
+        note "no debian-keyring here: $DEBIAN_PATCHES_TARBALL verified by the pinned SHA-256 only"
+        return
+    fi
+    gpgv "${keyrings[@]}" "$dsc" >"$out/dsc-verify.log" 2>&1 ||
+        die "the uploader's signature on $dsc does not verify against debian-keyring" "$(tail -3 "$out/dsc-verify.log")"
+    note "verified $DEBIAN_PATCHES_TARBALL: pinned SHA-256, listed in $DEBIAN_DSC, $(sed -n 's/^gpgv: \(Good signature from "[^"]*"\).*/\1/p' "$out/dsc-verify.log" | head -1)"
+}
+
 # --- 3. Verify ---------------------------------------------------------------
 verify_tarball() {
     local tgz=$1 verdat major minor patch got
@@ -167,23 +241,75 @@ verify_tarball "$tarball"
 echo "$tarball" >"$out/tarball.path"
 [ "${UTLS_PREPARE_VERIFY_ONLY:-0}" = 1 ] && exit 0
 
+if [ -n "${UTLS_DEBIAN_PATCHES:-}" ]; then
+    debian_tarxz=$UTLS_DEBIAN_PATCHES
+    debian_dsc=${UTLS_DEBIAN_DSC:-$(dirname "$debian_tarxz")/$DEBIAN_DSC}
+else
+    debian_tarxz=$(fetch_debian_file "$DEBIAN_PATCHES_TARBALL" "$DEBIAN_PATCHES_SHA256")
+    debian_dsc=$(fetch_debian_file "$DEBIAN_DSC" "$DEBIAN_DSC_SHA256")
+fi
+verify_debian_patches "$debian_tarxz" "$debian_dsc"
+
 # --- 4. Unpack and patch (once per tarball + patch series) ------------------
 series=$patch_dir/series
 [ -r "$series" ] || die "no patch series at $series"
-patch_id=$( (echo "$ORIG_SHA256"; cd "$patch_dir" && cat series $(grep -v '^#' series)) | sha256sum | cut -d' ' -f1)
+[ -r "$security_dir/series" ] || die "no security series at $security_dir/series"
+series_id() { (cd "$1" && cat series $(grep -v '^#' series)); }
+patch_id=$( (echo "$ORIG_SHA256 $DEBIAN_PATCHES_SHA256 stock=$stock"; series_id "$security_dir"
+    [ "$stock" = 1 ] || series_id "$patch_dir") | sha256sum | cut -d' ' -f1)
+
+# apply_series DIR SERIES LABEL: apply every patch SERIES names, in order,
+# with no fuzz: a patch that no longer fits its context must be rebased, not
+# guessed into place.
+apply_series() {
+    local dir=$1 list=$2 label=$3 p
+    while read -r p; do
+        case "$p" in ''|'#'*) continue ;; esac
+        [ -f "$dir/$p" ] || die "$label series names $p, which does not exist in $dir"
+        note "applying $label $p"
+        patch -d "$tree.tmp" -p1 --forward --batch --fuzz=0 --quiet <"$dir/$p" >"$out/patch.log" 2>&1 ||
+            die "$label patch $p does not apply to OpenSSL $UPSTREAM_VERSION" "$(tail -5 "$out/patch.log")" \
+                "rebase it on the pinned base (see openssl-patch/README.md)"
+    done <"$list"
+}
+
 if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
     note "unpacking into $tree"
     rm -rf "$tree" "$tree.tmp"
     mkdir -p "$tree.tmp"
     tar -C "$tree.tmp" --strip-components=1 -xzf "$tarball"
-    while read -r p; do
-        case "$p" in ''|'#'*) continue ;; esac
-        [ -f "$patch_dir/$p" ] || die "patch series names $p, which does not exist in $patch_dir"
-        note "applying $p"
-        patch -d "$tree.tmp" -p1 --forward --batch --quiet <"$patch_dir/$p" >"$out/patch.log" 2>&1 ||
-            die "patch $p does not apply to OpenSSL $UPSTREAM_VERSION" "$(tail -5 "$out/patch.log")" \
-                "rebase it on the pinned base (see openssl-patch/README.md)"
-    done <"$series"
+    tar -C "$tree.tmp" -xJf "$debian_tarxz" debian/patches debian/changelog
+    apply_series "$tree.tmp/debian/patches" "$tree.tmp/debian/patches/series" "Debian $DEBIAN_PATCHES_VERSION"
+    apply_series "$security_dir" "$security_dir/series" security
+    if [ "$stock" = 1 ]; then
+        mv "$tree.tmp" "$tree"
+        echo "$patch_id" >"$tree/.utls-patched"
+    fi
+fi
+
+# --- stock: configure as Debian does and stop --------------------------------
+if [ "$stock" = 1 ]; then
+    bs=$tree/build_shared
+    conf_id=$( (echo "$patch_id"; echo "$DEBIAN_CONFIGURE_OPTIONS $DEBIAN_BUILD_MAINT_OPTIONS") | sha256sum | cut -d' ' -f1)
+    if [ "$(cat "$bs/.utls-configured" 2>/dev/null)" != "$conf_id" ]; then
+        note "configuring stock OpenSSL $UPSTREAM_VERSION as Debian does ($DEBIAN_CONFIGURE_OPTIONS)"
+        rm -rf "$bs"
+        mkdir -p "$bs"
+        # debian/rules: dh exports dpkg-buildflags' CFLAGS, CPPFLAGS and LDFLAGS.
+        # shellcheck disable=SC2086
+        (cd "$bs" && eval "$(DEB_BUILD_MAINT_OPTIONS="$DEBIAN_BUILD_MAINT_OPTIONS" dpkg-buildflags --export=sh)" &&
+            ../Configure $DEBIAN_CONFIGURE_OPTIONS >"$out/configure-stock.log" 2>&1) ||
+            die "OpenSSL's Configure failed for the stock build" "$(tail -5 "$out/configure-stock.log")"
+        (cd "$bs" && make -s build_generated libssl.ld >"$out/generate-stock.log" 2>&1) ||
+            die "generating OpenSSL's headers failed (stock)" "$(tail -5 "$out/generate-stock.log")"
+        echo "$conf_id" >"$bs/.utls-configured"
+    fi
+    note "ready: stock $tree"
+    exit 0
+fi
+
+if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
+    apply_series "$patch_dir" "$series" uTLS
     # Our own sources are linked in, never copied: the tree always builds the
     # files in the repository. The patched ssl/build.info compiles them.
     ln -s "$repo/openssl-patch/src" "$tree.tmp/ssl/utls"
