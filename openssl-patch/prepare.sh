@@ -13,6 +13,7 @@
 #   UTLS_BASE_FILE        the BASE file to read (default: next to this script)
 #   UTLS_PATCH_DIR        the patch series to apply (default: patches/ here)
 #   UTLS_DEBIAN_PATCHES   use this local debian.tar.xz instead of fetching one
+#   UTLS_DEBIAN_DSC       ... and this .dsc (default: next to it)
 #   UTLS_SECURITY_DIR     the security series to apply (default: security/ here)
 #   UTLS_PREPARE_VERIFY_ONLY=1  stop after the tarball is verified (tests)
 #
@@ -249,6 +250,7 @@ else
     debian_dsc=$(fetch_debian_file "$DEBIAN_DSC" "$DEBIAN_DSC_SHA256")
 fi
 verify_debian_patches "$debian_tarxz" "$debian_dsc"
+printf '%s\n%s\n' "$debian_tarxz" "$debian_dsc" >"$out/debian-patches.path"
 
 # --- 4. Unpack and patch (once per tarball + patch series) ------------------
 series=$patch_dir/series

@@ -5,6 +5,9 @@
 set -euo pipefail
 case_name=${1:?case}
 good=${2:?verified tarball}
+# Debian's verified packaging, as prepare.sh left it (debian.tar.xz, .dsc).
+good_debian=${3:-}
+good_dsc=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 prepare=$here/../../openssl-patch/prepare.sh
 tmp=$(mktemp -d)
@@ -57,7 +60,21 @@ patch-does-not-apply)
  Nor this.
 PATCH
     echo 0001-bad.patch >"$tmp/patches/series"
-    UTLS_PATCH_DIR=$tmp/patches UTLS_OPENSSL_TARBALL=$good run
+    UTLS_PATCH_DIR=$tmp/patches UTLS_OPENSSL_TARBALL=$good \
+        UTLS_DEBIAN_PATCHES=$good_debian UTLS_DEBIAN_DSC=$good_dsc run
+    ;;
+debian-tampered)
+    # Debian's patch series with one byte changed.
+    cp "$good_debian" "$tmp/debian.tar.xz"
+    size=$(stat -c %s "$tmp/debian.tar.xz")
+    printf '\x5a' | dd of="$tmp/debian.tar.xz" bs=1 seek=$((size / 2)) conv=notrunc status=none
+    UTLS_OPENSSL_TARBALL=$good UTLS_DEBIAN_PATCHES=$tmp/debian.tar.xz UTLS_DEBIAN_DSC=$good_dsc run
+    ;;
+dsc-forged)
+    # The .dsc still lists the right SHA-256, but its signed text was changed
+    # (one more uploader): the uploader's signature no longer verifies.
+    sed 's/^\(Uploaders: .*\)$/\1, Mallory <mallory@example.invalid>/' "$good_dsc" >"$tmp/forged.dsc"
+    UTLS_OPENSSL_TARBALL=$good UTLS_DEBIAN_PATCHES=$good_debian UTLS_DEBIAN_DSC=$tmp/forged.dsc run
     ;;
 *)
     echo "refusals.sh: unknown case $case_name" >&2
