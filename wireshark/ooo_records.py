@@ -7,8 +7,11 @@ prints it for build/demo/utls.pcap; the test wireshark.demo.ooo_command runs
 exactly what this prints. Standard library only.
 
 One line per frame that completed such records: frame number, time, the
-records' stream offsets and wire lengths, how long TCP made each wait
-(utls.ooo_wait) and the frame in which TCP delivered it.
+records' stream offsets, wire lengths and plaintext lengths (from the key
+log), how long TCP made each wait (utls.ooo_wait) and the frame in which TCP
+delivered it. With the key log, a record past a hole that decrypts to an
+alert or a handshake message is not listed (utls.ooo_control instead): a
+uTLS receiver processes those in order only.
 
   * The plugin comes from the build tree (WIRESHARK_PLUGIN_DIR). tshark
     ignores that variable when run as root (it then loads only the global
@@ -39,6 +42,7 @@ import sys
 
 # What the listing shows, one column each.
 FIELDS = ("frame.number", "frame.time_relative", "utls.ooo_record.offset", "utls.ooo_record.length",
+          "utls.ooo_record.plaintext_len",
           "utls.ooo_wait", "utls.completes_ooo_record")
 UNPRIVILEGED = ("nobody", "nogroup")
 
@@ -97,7 +101,8 @@ def prepare(pcap, keylog):
 
 
 def parse(text):
-    """[(frame, [(offset, length)])] from the listing's output."""
+    """[(frame, [(offset, length)], [plaintext lengths])] from the listing's
+    output (no plaintext lengths without the key log)."""
     rows = []
     lines = text.splitlines()
     if not lines or lines[0].split("\t") != list(FIELDS):
@@ -106,9 +111,10 @@ def parse(text):
         cols = line.split("\t")
         offs = [int(x) for x in cols[2].split(",") if x]
         lens = [int(x) for x in cols[3].split(",") if x]
+        plain = [int(x) for x in cols[4].split(",") if x]
         if len(offs) != len(lens):
             raise ValueError("offsets and lengths do not pair up: %r" % line)
-        rows.append((int(cols[0]), list(zip(offs, lens))))
+        rows.append((int(cols[0]), list(zip(offs, lens)), plain))
     return rows
 
 

@@ -16,9 +16,15 @@
  *    fills it). A capture taken at the receiver shows what the receiver saw;
  *    one taken at the sender shows no holes.
  *
+ *    Holes are judged by sequence numbers and TCP's segment lengths
+ *    (tcp.len), never by what the capture kept: a segment cut by the snap
+ *    length is marked truncated and counts whole.
+ *
  *  - A heuristic dissector on the "tls" list that sees each decrypted
  *    application data record (with a key log). It records the plaintext
- *    length for the uTLS tree and declines the record (returns FALSE), so
+ *    length (and which TLS record of the frame it was, so that the
+ *    postdissector can tell application data from alerts and handshake
+ *    messages past a hole) and declines the record (returns FALSE), so
  *    the application dissector that would have run still runs. It is where
  *    uTLS messages inside decrypted records (the negotiation and explicit
  *    record numbers) will be recognised once they are specified: a matching
@@ -75,6 +81,8 @@ static int hf_utls_ooo_record = -1;
 static int hf_utls_ooo_record_offset = -1;
 static int hf_utls_ooo_record_type = -1;
 static int hf_utls_ooo_record_length = -1;
+static int hf_utls_ooo_record_plaintext_len = -1;
+static int hf_utls_ooo_control = -1;
 
 static gint ett_utls = -1;
 static gint ett_utls_record = -1;
@@ -100,6 +108,11 @@ static int hf_tcp_retransmission = -1;
 static int hf_tcp_fast_retransmission = -1;
 static int hf_tcp_spurious_retransmission = -1;
 static int hf_tcp_out_of_order = -1;
+/* TLS fields that tell what a decrypted record held (looked up at handoff) */
+static int hf_tls_record_length = -1;
+static int hf_tls_alert_message = -1;
+static int hf_tls_handshake = -1;
+static int hf_tls_change_cipher_spec = -1;
 
 static dissector_handle_t utls_post_handle;
 
@@ -115,6 +128,14 @@ static const value_string utls_content_types[] = {
 #define TCP_FLAG_SYN 0x002
 #define TCP_FLAG_ACK 0x010
 
+/* What a record held, as far as the TLS dissector could tell (a key log
+ * decrypts TLS 1.3 records; TLS 1.2 shows alerts and handshakes in clear). */
+typedef enum {
+    UTLS_INNER_UNKNOWN = 0, /* not decrypted, or not matched to a TLS record */
+    UTLS_INNER_APPDATA,     /* application data (its plaintext was seen) */
+    UTLS_INNER_CONTROL      /* alert, handshake or change_cipher_spec */
+} utls_inner_t;
+
 /* A record that became part of the in-order stream in some frame. */
 typedef struct {
     guint64 offset;
@@ -127,6 +148,13 @@ typedef struct {
     gboolean ooo;         /* completed before it was in order */
 } utls_record_t;
 
+/* A decrypted application data record seen by the heuristic: its
+ * plaintext length and which TLS record of the frame it was (1-based). */
+typedef struct {
+    guint32 len;
+    guint32 tls_index;
+} utls_plaintext_t;
+
 /* A record completed in this frame but delivered in order only later:
  * the frame in which a receiver with SSL_MODE_UNORDERED delivers it. */
 typedef struct {
@@ -136,6 +164,8 @@ typedef struct {
     guint32 delivered_in;
     nstime_t wait;
     guint64 hole_bytes;
+    utls_inner_t inner;      /* known once TCP delivers it (first pass) */
+    guint32 plaintext_len;   /* for UTLS_INNER_APPDATA */
 } utls_early_t;
 
 /*
@@ -174,7 +204,7 @@ typedef struct {
     guint64 records_unknown_offset;
     wmem_array_t *records;   /* utls_record_t */
     wmem_array_t *early;     /* utls_early_t */
-    wmem_array_t *plaintext; /* guint32: decrypted application data lengths */
+    wmem_array_t *plaintext; /* utls_plaintext_t: decrypted application data */
 } utls_frame_t;
 
 #define UTLS_TCPA_LOST 0x01
@@ -597,6 +627,107 @@ static void utls_segment(utls_dir_t *d, guint64 off, const guint8 *p, guint64 le
         fr->fills_hole = TRUE;
 }
 
+/* ---- what the records held (with a key log) ------------------------- */
+
+/* One TLS record the TLS dissector showed in this frame. */
+typedef struct {
+    guint32 length;          /* tls.record.length: the body */
+    utls_inner_t inner;
+} utls_tls_rec_t;
+
+typedef struct {
+    wmem_array_t *recs;      /* utls_tls_rec_t, in tree order */
+    gint cur;                /* the record being walked, -1 before the first */
+} utls_walk_t;
+
+/* Walks the tree in order. Each TLS record shows its header fields and
+ * then its messages, so a tls.record.length starts a record and the
+ * messages after it are its own. (The tls.record item itself is not
+ * relied on: tshark does not always build it when it only looks for
+ * fields.) */
+static void utls_walk(proto_node *node, gpointer data)
+{
+    utls_walk_t *w = (utls_walk_t *)data;
+    field_info *fi = PNODE_FINFO(node);
+
+    if (fi != NULL && fi->hfinfo != NULL) {
+        int id = fi->hfinfo->id;
+
+        if (id == hf_tls_record_length) {
+            utls_tls_rec_t r;
+
+            r.length = fvalue_get_uinteger(&fi->value);
+            r.inner = UTLS_INNER_UNKNOWN;
+            wmem_array_append_one(w->recs, r);
+            w->cur = (gint)wmem_array_get_count(w->recs) - 1;
+        } else if (w->cur >= 0 &&
+                   (id == hf_tls_alert_message || id == hf_tls_handshake || id == hf_tls_change_cipher_spec)) {
+            ((utls_tls_rec_t *)wmem_array_index(w->recs, (guint)w->cur))->inner = UTLS_INNER_CONTROL;
+        }
+    }
+    proto_tree_children_foreach(node, utls_walk, data);
+}
+
+/*
+ * The records that became in order in this frame are the ones the TLS
+ * dissector shows in it -- when TCP hands it the same bytes, which it does
+ * for segments past a hole only with tcp.reassemble_out_of_order. If the
+ * two lists match (count and lengths), each record takes what TLS found in
+ * it: application data (its plaintext went through the heuristic) or an
+ * alert, handshake or change_cipher_spec message. A record completed
+ * earlier, past a hole, passes this on to the frame it completed in.
+ */
+static void utls_classify(proto_tree *tree, utls_frame_t *fr)
+{
+    utls_walk_t w;
+    guint i, n;
+
+    if (tree == NULL || fr->records == NULL || hf_tls_record_length < 0)
+        return;
+    n = wmem_array_get_count(fr->records);
+    w.recs = wmem_array_new(wmem_packet_scope(), sizeof(utls_tls_rec_t));
+    w.cur = -1;
+    proto_tree_children_foreach(tree, utls_walk, &w);
+    if (wmem_array_get_count(w.recs) != n)
+        return;
+    for (i = 0; i < n; i++) {
+        const utls_record_t *r = (const utls_record_t *)wmem_array_index(fr->records, i);
+        const utls_tls_rec_t *t = (const utls_tls_rec_t *)wmem_array_index(w.recs, i);
+
+        if ((guint64)t->length + 5 != r->length)
+            return;
+    }
+    for (i = 0; i < n; i++) {
+        const utls_record_t *r = (const utls_record_t *)wmem_array_index(fr->records, i);
+        const utls_tls_rec_t *t = (const utls_tls_rec_t *)wmem_array_index(w.recs, i);
+        utls_inner_t inner = t->inner;
+        guint32 plain = 0, k, m;
+        utls_frame_t *early;
+
+        m = fr->plaintext != NULL ? wmem_array_get_count(fr->plaintext) : 0;
+        for (k = 0; k < m; k++) {
+            const utls_plaintext_t *p = (const utls_plaintext_t *)wmem_array_index(fr->plaintext, k);
+
+            if (p->tls_index == i + 1) {
+                inner = UTLS_INNER_APPDATA;
+                plain = p->len;
+            }
+        }
+        if (!r->ooo || inner == UTLS_INNER_UNKNOWN)
+            continue;
+        early = utls_frame_get(r->completed_in, FALSE);
+        m = early != NULL && early->early != NULL ? wmem_array_get_count(early->early) : 0;
+        for (k = 0; k < m; k++) {
+            utls_early_t *e = (utls_early_t *)wmem_array_index(early->early, k);
+
+            if (e->offset == r->offset) {
+                e->inner = inner;
+                e->plaintext_len = plain;
+            }
+        }
+    }
+}
+
 static void utls_track(packet_info *pinfo, proto_tree *tree, utls_frame_t *fr)
 {
     guint32 stream, seq, flags, seglen, known;
@@ -765,6 +896,16 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
         proto_tree *et;
         proto_item *ei;
 
+        if (e->inner == UTLS_INNER_CONTROL) {
+            /* decrypted, and not application data: an unordered receiver
+             * processes alerts and handshake messages in order only */
+            pi = proto_tree_add_uint64_format_value(ut, hf_utls_ooo_control, tvb, 0, 0, e->offset,
+                                                    "stream offset %" G_GUINT64_FORMAT ", %u bytes; an "
+                                                    "unordered receiver processes it in order, in frame %u",
+                                                    e->offset, e->length, e->delivered_in);
+            proto_item_set_generated(pi);
+            continue;
+        }
         ei = proto_tree_add_none_format(ut, hf_utls_ooo_record, tvb, 0, 0,
                                         "Out-of-order record at stream offset %" G_GUINT64_FORMAT
                                         ": %s, %u bytes, complete here; TCP delivers it in frame %u",
@@ -778,6 +919,10 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
         proto_item_set_generated(pi);
         pi = proto_tree_add_uint(et, hf_utls_ooo_record_length, tvb, 0, 0, e->length);
         proto_item_set_generated(pi);
+        if (e->inner == UTLS_INNER_APPDATA) {
+            pi = proto_tree_add_uint(et, hf_utls_ooo_record_plaintext_len, tvb, 0, 0, e->plaintext_len);
+            proto_item_set_generated(pi);
+        }
         pi = proto_tree_add_uint(et, hf_utls_completes_record, tvb, 0, 0, e->delivered_in);
         proto_item_set_generated(pi);
         expert_add_info_format(pinfo, pi, &ei_utls_ooo_completed,
@@ -791,7 +936,7 @@ static void utls_show(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, utls_
     n = fr->plaintext != NULL ? wmem_array_get_count(fr->plaintext) : 0;
     for (i = 0; i < n; i++) {
         pi = proto_tree_add_uint(ut, hf_utls_plaintext_len, tvb, 0, 0,
-                                 *(const guint32 *)wmem_array_index(fr->plaintext, i));
+                                 ((const utls_plaintext_t *)wmem_array_index(fr->plaintext, i))->len);
         proto_item_set_generated(pi);
     }
     if (!stream)
@@ -820,6 +965,7 @@ static int dissect_utls_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree
     if (!PINFO_FD_VISITED(pinfo)) {
         fr = utls_frame_get(pinfo->num, TRUE);
         utls_track(pinfo, tree, fr);
+        utls_classify(tree, fr);
     }
     fr = utls_frame_get(pinfo->num, FALSE);
     if (fr == NULL || tree == NULL)
@@ -842,15 +988,21 @@ static int dissect_utls_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree
  * length is noted for the uTLS tree and FALSE lets TLS go on exactly as
  * without this plugin.
  */
-static gboolean dissect_utls_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree _U_, void *data _U_)
+static gboolean dissect_utls_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
     if (!PINFO_FD_VISITED(pinfo)) {
         utls_frame_t *fr = utls_frame_get(pinfo->num, TRUE);
-        guint32 len = tvb_reported_length(tvb);
+        utls_plaintext_t p;
+        GPtrArray *recs = hf_tls_record_length >= 0 && tree != NULL
+                              ? proto_get_finfo_ptr_array(tree, hf_tls_record_length) : NULL;
 
+        p.len = tvb_reported_length(tvb);
+        /* TLS added this record's tls.record.length before handing on its
+         * plaintext: it is the last one so far */
+        p.tls_index = recs != NULL ? recs->len : 0;
         if (fr->plaintext == NULL)
-            fr->plaintext = wmem_array_new(wmem_file_scope(), sizeof(guint32));
-        wmem_array_append_one(fr->plaintext, len);
+            fr->plaintext = wmem_array_new(wmem_file_scope(), sizeof(utls_plaintext_t));
+        wmem_array_append_one(fr->plaintext, p);
     }
     return FALSE;
 }
@@ -934,6 +1086,13 @@ void proto_register_utls(void)
         { &hf_utls_ooo_record_length,
           { "Out-of-order record wire length", "utls.ooo_record.length", FT_UINT32, BASE_DEC, NULL, 0x0,
             "Header and body", HFILL } },
+        { &hf_utls_ooo_record_plaintext_len,
+          { "Out-of-order record plaintext length", "utls.ooo_record.plaintext_len", FT_UINT32, BASE_DEC,
+            NULL, 0x0, "The record decrypted (key log) to application data of this length", HFILL } },
+        { &hf_utls_ooo_control,
+          { "Record past a hole, not application data", "utls.ooo_control", FT_UINT64, BASE_DEC, NULL, 0x0,
+            "Stream offset of a record that completed here past a hole and decrypted (key log) to an alert, "
+            "handshake or change_cipher_spec message: an unordered receiver processes it in order only", HFILL } },
         { &hf_utls_plaintext_len,
           { "Decrypted application data length", "utls.plaintext_len", FT_UINT32, BASE_DEC, NULL, 0x0,
             "Plaintext of a decrypted application data record (needs a key log)", HFILL } },
@@ -984,11 +1143,14 @@ void proto_reg_handoff_utls(void)
         "tcp.stream", "tcp.seq_raw", "tcp.flags", "tcp.payload", "tcp.len", "tcp.analysis.lost_segment",
         "tcp.analysis.retransmission", "tcp.analysis.fast_retransmission",
         "tcp.analysis.spurious_retransmission", "tcp.analysis.out_of_order",
+        "tls.record.length", "tls.alert_message", "tls.handshake", "tls.change_cipher_spec",
     };
     int *ids[] = {
         &hf_tcp_stream, &hf_tcp_seq_raw, &hf_tcp_flags, &hf_tcp_payload, &hf_tcp_len, &hf_tcp_lost_segment,
         &hf_tcp_retransmission, &hf_tcp_fast_retransmission, &hf_tcp_spurious_retransmission,
         &hf_tcp_out_of_order,
+        &hf_tls_record_length, &hf_tls_alert_message, &hf_tls_handshake,
+        &hf_tls_change_cipher_spec,
     };
     GArray *hfids = g_array_new(FALSE, FALSE, (guint)sizeof(int));
     guint i;

@@ -12,14 +12,16 @@ demo's command does.
 
 ooo: asks wireshark/ooo_records.py for the command `make demo` prints, runs
     that shell line as it is (bash -c) and checks that it lists records, one
-    per stream offset, and exactly those the receiver logged as delivered out
-    of order (its per-record log: ooo=1, offset; its summary's count); that
+    per stream offset, each decrypted with the key log to its 1426 bytes, and
+    exactly those the receiver logged as delivered out of order (its
+    per-record log: ooo=1, offset; its summary's count); that
     the command loads the build tree's plugin (tshark -G plugins under the
     same prefix) and that its options decrypt every record with the key log.
     The demo's own capture (BUILD/demo, if `make demo` ran) is checked the
     same way against its receiver log. Self-checks: a receiver set with one
-    record less must not compare equal; without the build tree's plugin the
-    command must not list anything.
+    record less must not compare equal; without the key log no plaintext
+    length is listed; without the build tree's plugin the command must not
+    list anything.
 
 truncated: cuts copies of the capture with editcap -s: 128 bytes (the old
     demo's snap length: each segment keeps its TLS record header) and the
@@ -156,10 +158,16 @@ def check_listing(a, pcap, keylog, recv_log, port, what):
     log("%s: the command:\n%s" % (what, cmd))
     out = run_argv(["bash", "-c", cmd], "the printed command")
     listing = ooo_records.parse(out)
-    listed = [o for _, recs in listing for o, _ in recs]
+    listed = [o for _, recs, _ in listing for o, _ in recs]
+    plain = [p for _, _, ps in listing for p in ps]
+    # The key log is applied: each listed record decrypted to its 1426 bytes.
+    if plain != [1426] * len(listed):
+        raise Fail("%s: plaintext lengths of the listed records: %s (want 1426 for each of %d)"
+                   % (what, sorted(set(plain)), len(listed)))
     logged, summary_count, received = receiver_ooo(recv_log)
-    log("%s: the command lists %d records in %d frames; the receiver logged %d out of order "
-        "(summary %d) of %d" % (what, len(listed), len(listing), len(logged), summary_count, received))
+    log("%s: the command lists %d records in %d frames, each decrypted to 1426 bytes; the receiver "
+        "logged %d out of order (summary %d) of %d"
+        % (what, len(listed), len(listing), len(logged), summary_count, received))
     if not listed:
         raise Fail("%s: the command lists no out-of-order record" % what)
     if len(logged) != summary_count:
@@ -193,6 +201,12 @@ def cmd_ooo(a, work):
     if plain.count("1426") != received:
         raise Fail("with the command's options %d records decrypt to 1426 bytes, the receiver got %d"
                    % (plain.count("1426"), received))
+    # Self-check: without the key log the plaintext column stays empty.
+    nokeys = cmd.replace(" -o tls.keylog_file:" + os.path.abspath(keylog), "")
+    if nokeys == cmd:
+        raise Fail("self-check: the command does not apply the key log %s" % keylog)
+    if any(ps for _, _, ps in ooo_records.parse(run_argv(["bash", "-c", nokeys], "the command without keys"))):
+        raise Fail("self-check: plaintext lengths listed without the key log")
     # Self-check: without the build tree's plugin the command lists nothing.
     empty = os.path.join(work, "no-plugins")
     os.makedirs(os.path.join(empty, "4.0", "epan"), exist_ok=True)
