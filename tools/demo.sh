@@ -62,4 +62,19 @@ echo
 /usr/bin/python3 "$src/bench/latency/run.py" --build "$build" --demo "$out" --prefix "$prefix" \
     --count "${DEMO_COUNT:-1000}" --interval 20 --rtt 100 --loss 2 --seed "${DEMO_SEED:-1}"
 echo
+# The one tshark command that lists, from the capture alone, the records uTLS
+# delivered out of order (wireshark/ooo_records.py; the test
+# wireshark.demo.ooo_command runs what it prints). The port is run.py's.
+port=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import run; print(run.PORT)' \
+    "$src/bench/latency")
+if cmd=$(/usr/bin/python3 "$src/wireshark/ooo_records.py" --build "$build" --pcap "$out/utls.pcap" \
+        --keylog "$out/utls.keys" --port "$port" --prepare 2>&1); then
+    echo "The records uTLS delivered out of order, from the capture and key log alone (the build"
+    echo "tree's Wireshark plugin: tshark as root ignores WIRESHARK_PLUGIN_DIR, so it runs as nobody):"
+    echo
+    echo "$cmd"
+else
+    echo "demo: no out-of-order listing: $cmd"
+fi
+echo
 echo "demo: done in $((SECONDS - t0)) s; testbeds removed."
