@@ -31,6 +31,7 @@ demo: build
 bench: build
 	cmake --build $(BUILD) --target bench_all
 	@echo "benchmark results: $(BUILD)/bench/*.json"
+	python3 bench/report.py --bench-dir $(BUILD)/bench
 
 fuzz:
 	@bash tests/fuzz/run-fuzzers.sh $(FUZZ_SECONDS)
