@@ -76,8 +76,15 @@ unsigned long UTLS_base_version_num(void);
  * whose cipher chains state across records (TLS 1.0 CBC, stream ciphers, the
  * null cipher): those fall back to in-order delivery and say so in
  * UTLS_STATS.fallback. KTLS is not used while the mode is on.
+ *
+ * The mode bits live in OpenSSL's own SSL_MODE_* space; the names carry UTLS
+ * so that they cannot be mistaken for upstream's, and tests/abi fails the
+ * build if an upstream ssl.h ever defines one of these bits
+ * (SSL_MODE_UTLS_ALL). SSL_MODE_UNORDERED and SSL_MODE_UNORDERED_PARTIAL are
+ * the names before 0.2, kept as aliases.
  */
-# define SSL_MODE_UNORDERED 0x00000200U
+# define SSL_MODE_UTLS_UNORDERED 0x00000200U
+# define SSL_MODE_UNORDERED SSL_MODE_UTLS_UNORDERED
 
 /*
  * SSL_MODE_UNORDERED_PARTIAL relaxes "one whole record per read" for
@@ -88,7 +95,8 @@ unsigned long UTLS_base_version_num(void);
  * other. The UTLS_MODE / UTLSMode setting "unordered" (for unmodified
  * programs) sets it together with SSL_MODE_UNORDERED.
  */
-# define SSL_MODE_UNORDERED_PARTIAL 0x00001000U
+# define SSL_MODE_UTLS_UNORDERED_PARTIAL 0x00001000U
+# define SSL_MODE_UNORDERED_PARTIAL SSL_MODE_UTLS_UNORDERED_PARTIAL
 
 /*-
  * Explicit record numbers (docs/ern.md)
@@ -107,6 +115,13 @@ unsigned long UTLS_base_version_num(void);
  * on its next write. Other TLS 1.2 suites stay unnumbered (docs/ern.md).
  */
 # define SSL_MODE_UTLS_NEGOTIATE 0x00000800U
+
+/*
+ * Every bit uTLS takes in SSL_set_mode()'s space: SSL_MODE_UTLS_UNORDERED,
+ * SSL_MODE_UTLS_UNORDERED_PARTIAL and SSL_MODE_UTLS_NEGOTIATE (tests/abi
+ * checks that it is their union).
+ */
+# define SSL_MODE_UTLS_ALL 0x00001a00U
 
 /* Bits of UTLS_ern_status(). */
 # define UTLS_ERN_OFFERED  0x01 /* server: offered; client: saw a valid offer */
