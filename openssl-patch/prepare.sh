@@ -88,30 +88,40 @@ check_libcrypto() {
 # --- 2. Find or fetch the tarball -------------------------------------------
 cache=${UTLS_OPENSSL_CACHE:-${HOME:-/root}/.cache/utls}
 
-fetch_tarball() {
-    local dest=$cache/$ORIG_TARBALL uri
-    if [ -f "$dest" ] && [ "$(sha256sum <"$dest" | cut -d' ' -f1)" = "$ORIG_SHA256" ]; then
+# orig_uri: where Debian's archive keeps the orig tarball, as apt says (the
+# Debian revision BASE names, or another revision of the same upstream
+# release: they share the orig tarball and the pool directory).
+orig_uri() {
+    local uri
+    uri=$(apt-get source --print-uris "openssl=$DEBIAN_VERSION" 2>/dev/null |
+        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
+    [ -n "$uri" ] || uri=$(apt-get source --print-uris openssl 2>/dev/null |
+        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
+    echo "$uri"
+}
+
+# fetch_file NAME SHA256 OVERRIDE_VAR: NAME from the cache, or from the
+# archive's pool directory of the orig tarball (apt-helper checks the pinned
+# SHA-256 while downloading). Prints the local path.
+fetch_file() {
+    local name=$1 sha=$2 override=$3 dest=$cache/$1 uri
+    if [ -f "$dest" ] && [ "$(sha256sum <"$dest" | cut -d' ' -f1)" = "$sha" ]; then
         echo "$dest"
         return
     fi
     mkdir -p "$cache"
-    command -v apt-get >/dev/null || die "no apt-get to fetch $ORIG_TARBALL" \
-        "put a copy at $dest or set UTLS_OPENSSL_TARBALL=/path/to/$ORIG_TARBALL"
+    command -v apt-get >/dev/null || die "no apt-get to fetch $name" \
+        "put a copy at $dest or set $override=/path/to/$name"
     ensure_deb_src
-    uri=$(apt-get source --print-uris "openssl=$DEBIAN_VERSION" 2>/dev/null |
-        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
-    if [ -z "$uri" ]; then
-        # Another Debian revision of the same upstream release ships the same orig tarball.
-        uri=$(apt-get source --print-uris openssl 2>/dev/null |
-            awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
-    fi
+    uri=$(orig_uri)
     [ -n "$uri" ] || die "Debian's archive no longer offers $ORIG_TARBALL (OpenSSL $UPSTREAM_VERSION)" \
-        "old versions leave the security pool; put a verified copy at $dest" \
-        "or set UTLS_OPENSSL_TARBALL=/path/to/$ORIG_TARBALL, or move openssl-patch/BASE to a newer 3.0.x"
+        "old versions leave the security pool; put a verified copy of $name at $dest" \
+        "or set $override=/path/to/$name, or move openssl-patch/BASE to a newer 3.0.x"
+    uri=${uri%/*}/$(printf '%s' "$name" | sed 's/~/%7e/g')
     note "fetching $uri" >&2
-    /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$ORIG_SHA256" >&2 ||
+    /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$sha" >&2 ||
         die "download of $uri failed or did not match the pinned SHA-256" \
-            "put a verified copy at $dest or set UTLS_OPENSSL_TARBALL"
+            "put a verified copy at $dest or set $override"
     mv "$dest.part" "$dest"
     echo "$dest"
 }
@@ -129,34 +139,9 @@ ensure_deb_src() {
     apt-get update -q >&2
 }
 
-# Debian's packaging of the same upstream version: the .dsc (signed by its
-# uploader) and the .debian.tar.xz that holds debian/patches/. They live in
-# the same pool directory as the orig tarball, which apt names for us.
-fetch_debian_file() {
-    local name=$1 sha=$2 dest=$cache/$1 uri dir
-    if [ -f "$dest" ] && [ "$(sha256sum <"$dest" | cut -d' ' -f1)" = "$sha" ]; then
-        echo "$dest"
-        return
-    fi
-    mkdir -p "$cache"
-    command -v apt-get >/dev/null || die "no apt-get to fetch $name" \
-        "put a copy at $dest or set UTLS_DEBIAN_PATCHES=/path/to/$DEBIAN_PATCHES_TARBALL"
-    ensure_deb_src
-    uri=$(apt-get source --print-uris "openssl=$DEBIAN_VERSION" 2>/dev/null |
-        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
-    [ -n "$uri" ] || uri=$(apt-get source --print-uris openssl 2>/dev/null |
-        awk -v f="$ORIG_TARBALL" '$2 == f { gsub("\047", "", $1); print $1 }' | head -1)
-    [ -n "$uri" ] || die "apt does not know where Debian keeps openssl $UPSTREAM_VERSION" \
-        "put a verified copy of $name at $dest"
-    dir=${uri%/*}
-    uri=$dir/$(printf '%s' "$name" | sed 's/~/%7e/g')
-    note "fetching $uri" >&2
-    /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$sha" >&2 ||
-        die "download of $uri failed or did not match the pinned SHA-256" \
-            "Debian's archive may have dropped $DEBIAN_PATCHES_VERSION: put a verified copy at $dest"
-    mv "$dest.part" "$dest"
-    echo "$dest"
-}
+# Debian's packaging of the same upstream version, the .dsc (signed by its
+# uploader) and the .debian.tar.xz that holds debian/patches/, lives in the
+# same pool directory as the orig tarball: fetch_file gets them.
 
 # The .dsc is signed by the Debian developer who uploaded it; debian-keyring
 # (an apt package, itself verified through the archive's signed metadata)
@@ -236,7 +221,7 @@ check_libcrypto
 if [ -n "${UTLS_OPENSSL_TARBALL:-}" ]; then
     tarball=$UTLS_OPENSSL_TARBALL
 else
-    tarball=$(fetch_tarball)
+    tarball=$(fetch_file "$ORIG_TARBALL" "$ORIG_SHA256" UTLS_OPENSSL_TARBALL)
 fi
 verify_tarball "$tarball"
 echo "$tarball" >"$out/tarball.path"
@@ -246,8 +231,8 @@ if [ -n "${UTLS_DEBIAN_PATCHES:-}" ]; then
     debian_tarxz=$UTLS_DEBIAN_PATCHES
     debian_dsc=${UTLS_DEBIAN_DSC:-$(dirname "$debian_tarxz")/$DEBIAN_DSC}
 else
-    debian_tarxz=$(fetch_debian_file "$DEBIAN_PATCHES_TARBALL" "$DEBIAN_PATCHES_SHA256")
-    debian_dsc=$(fetch_debian_file "$DEBIAN_DSC" "$DEBIAN_DSC_SHA256")
+    debian_tarxz=$(fetch_file "$DEBIAN_PATCHES_TARBALL" "$DEBIAN_PATCHES_SHA256" UTLS_DEBIAN_PATCHES)
+    debian_dsc=$(fetch_file "$DEBIAN_DSC" "$DEBIAN_DSC_SHA256" UTLS_DEBIAN_DSC)
 fi
 verify_debian_patches "$debian_tarxz" "$debian_dsc"
 printf '%s\n%s\n' "$debian_tarxz" "$debian_dsc" >"$out/debian-patches.path"
