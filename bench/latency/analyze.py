@@ -351,6 +351,22 @@ def _quic_frames(node):
                 yield from _quic_frames(v)
 
 
+def _merge_duplicate_keys(pairs):
+    """json object_pairs_hook: tshark -T json writes a key once per
+    occurrence (a packet with three frames has "quic.frame" three times, a
+    datagram with coalesced packets "quic" twice); keep them all, as a list."""
+    d, multi = {}, set()
+    for k, v in pairs:
+        if k not in d:
+            d[k] = v
+            continue
+        if k not in multi:
+            d[k] = [d[k]]
+            multi.add(k)
+        d[k].append(v)
+    return d
+
+
 def _hexbytes(s, n=None):
     """bytes of tshark's "aa:bb:..." (the first |n| only)."""
     if n is not None:
@@ -374,11 +390,12 @@ def quic_packets(pcap_path, keylog, port, tshark="tshark"):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if r.returncode != 0:
         raise ValueError("tshark failed on %s: %s" % (pcap_path, r.stderr.decode()[-500:]))
-    pkts = json.loads(r.stdout.decode() or "[]")
+    pkts = json.loads(r.stdout.decode() or "[]", object_pairs_hook=_merge_duplicate_keys)
     for pk in pkts:
         layers = pk.get("_source", {}).get("layers", {})
         t = _epoch_ns(layers["frame"]["frame.time_epoch"])
-        udp_payload = int(layers.get("udp", {}).get("udp.length", "8")) - 8
+        udp = layers.get("udp", {})
+        udp_payload = int((udp[0] if isinstance(udp, list) else udp).get("udp.length", "8")) - 8
         yield t, udp_payload, list(_quic_frames(layers.get("quic", {})))
 
 
