@@ -531,7 +531,7 @@ def cdf_plot(results, path, title, rtt):
     ax.set_ylabel("fraction of records sent")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="center right", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
