@@ -332,6 +332,192 @@ def behind_oracle(latencies, oracle_latencies):
             "max_ms": round(max(lags), 3) if lags else None}
 
 
+# --- QUIC: the oracle from a capture decrypted with the key log -------------
+
+def _quic_frames(node):
+    """Every quic.frame dict below |node| (tshark -T json nests a packet's
+    frames under "quic.frame", a dict for one frame and a list for several,
+    and a UDP datagram with coalesced QUIC packets makes "quic" a list)."""
+    if isinstance(node, list):
+        for x in node:
+            yield from _quic_frames(x)
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            if k == "quic.frame":
+                for f in (v if isinstance(v, list) else [v]):
+                    if isinstance(f, dict):
+                        yield f
+            elif isinstance(v, (dict, list)):
+                yield from _quic_frames(v)
+
+
+def _merge_duplicate_keys(pairs):
+    """json object_pairs_hook: tshark -T json writes a key once per
+    occurrence (a packet with three frames has "quic.frame" three times, a
+    datagram with coalesced packets "quic" twice); keep them all, as a list."""
+    d, multi = {}, set()
+    for k, v in pairs:
+        if k not in d:
+            d[k] = v
+            continue
+        if k not in multi:
+            d[k] = [d[k]]
+            multi.add(k)
+        d[k].append(v)
+    return d
+
+
+def _hexbytes(s, n=None):
+    """bytes of tshark's "aa:bb:..." (the first |n| only)."""
+    if n is not None:
+        s = s[:3 * n - 1]
+    return bytes.fromhex(s.replace(":", ""))
+
+
+def _epoch_ns(s):
+    sec, _, frac = s.partition(".")
+    return int(sec) * 1000000000 + int((frac + "000000000")[:9])
+
+
+def quic_packets(pcap_path, keylog, port, tshark="tshark"):
+    """Decrypts the QUIC packets toward |port| in |pcap_path| with the NSS key
+    log |keylog| (tshark -o tls.keylog_file), one UDP datagram at a time. Raises ValueError when tshark fails or
+    decrypts nothing. Yields (t_ns_realtime, UDP payload bytes, frames)."""
+    import subprocess
+    cmd = [tshark, "-n", "-r", pcap_path, "-o", "tls.keylog_file:" + keylog,
+           "-d", "udp.port==%d,quic" % port, "-Y", "udp.dstport==%d" % port,
+           "-T", "json", "-J", "frame udp quic"]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise ValueError("tshark failed on %s: %s" % (pcap_path, r.stderr.decode()[-500:]))
+    pkts = json.loads(r.stdout.decode() or "[]", object_pairs_hook=_merge_duplicate_keys)
+    for pk in pkts:
+        layers = pk.get("_source", {}).get("layers", {})
+        t = _epoch_ns(layers["frame"]["frame.time_epoch"])
+        udp = layers.get("udp", {})
+        udp_payload = int((udp[0] if isinstance(udp, list) else udp).get("udp.length", "8")) - 8
+        yield t, udp_payload, list(_quic_frames(layers.get("quic", {})))
+
+
+def quic_oracle(pcap_path, keylog, port, mode, size, real_minus_mono_ns, tshark="tshark"):
+    """{index: CLOCK_MONOTONIC ns at which the message's last byte first
+    reached the receiving host}, from the receiver-side capture decrypted
+    with the run's key log. Returns (completion, info).
+
+    stream:   STREAM frames (quic.stream.stream_id, .offset, quic.stream_data);
+              a stream's message index is read from its decrypted first
+              bytes (the payload header); the message is complete when its
+              [0, size) bytes have all been seen, retransmissions included;
+    datagram: each DATAGRAM frame (quic.dg) is a whole message; its index is
+              in its header.
+    The frame types are 0x08-0x0f (STREAM) and 0x30/0x31 (DATAGRAM)."""
+    import struct as _st
+    covered, sid_index, first_t = {}, {}, {}
+    done = {}
+    packets = frames = 0
+    multi = set()     # messages whose first copy came in more than one packet
+    seen_in = {}
+    sizes = []        # UDP payload of the datagrams that carry message data
+    for t, udp_len, fl in quic_packets(pcap_path, keylog, port, tshark):
+        packets += 1
+        nframes = frames
+        for f in fl:
+            ftype = int(f.get("quic.frame_type", "-1"))
+            if mode == "stream" and 0x08 <= ftype <= 0x0f and "quic.stream_data" in f:
+                frames += 1
+                sid = int(f["quic.stream.stream_id"])
+                off = int(f.get("quic.stream.offset", "0"))
+                data = f["quic.stream_data"]
+                n = (len(data) + 1) // 3
+                if off == 0 and sid not in sid_index and n >= 8:
+                    head = _hexbytes(data, 8)
+                    if _st.unpack("<I", head[:4])[0] == 0x6d727473:
+                        sid_index[sid] = _st.unpack("<I", head[4:8])[0]
+                iv = covered.setdefault(sid, [])
+                iv.append((off, off + n))
+                iv.sort()
+                merged = []
+                for x, y in iv:
+                    if merged and x <= merged[-1][1]:
+                        merged[-1] = (merged[-1][0], max(merged[-1][1], y))
+                    else:
+                        merged.append((x, y))
+                covered[sid] = merged
+                seen_in.setdefault(sid, set()).add(t)
+                if sid not in first_t and merged[0][0] == 0 and merged[0][1] >= size:
+                    first_t[sid] = t
+                    if len(seen_in[sid]) > 1:
+                        multi.add(sid)
+            elif mode == "datagram" and ftype in (0x30, 0x31) and "quic.dg" in f:
+                frames += 1
+                head = _hexbytes(f["quic.dg"], 8)
+                if len(head) == 8 and _st.unpack("<I", head[:4])[0] == 0x6d727473:
+                    idx = _st.unpack("<I", head[4:8])[0]
+                    done.setdefault(idx, t - real_minus_mono_ns)
+        if frames > nframes:
+            sizes.append(udp_len)
+    if mode == "stream":
+        for sid, t in first_t.items():
+            if sid in sid_index:
+                done[sid_index[sid]] = t - real_minus_mono_ns
+    if packets and not frames:
+        raise ValueError("%s: no decrypted %s frames (key log %s)" % (pcap_path, mode, keylog))
+    info = {"source": "pcap decrypted with the key log (tshark)", "packets_to_receiver": packets,
+            "message_frames": frames}
+    if sizes:
+        sizes.sort()
+        info["udp_payload_bytes_median"] = sizes[len(sizes) // 2]
+        info["udp_payload_bytes_max"] = sizes[-1]
+    if mode == "stream":
+        info["messages_in_more_than_one_packet"] = len(multi & set(sid_index))
+    return done, info
+
+
+def overtook(recv_ns):
+    """How many messages were delivered before an earlier message that was
+    delivered too (uTLS's "out of order": past a hole). |recv_ns|: {index:
+    delivery time}."""
+    n, latest_earlier = 0, None
+    for i in sorted(recv_ns):
+        t = recv_ns[i]
+        if latest_earlier is not None and t < latest_earlier:
+            n += 1
+        latest_earlier = t if latest_earlier is None else max(latest_earlier, t)
+    return n
+
+
+def analyze_quic_run(recv_log, rtt_ms, send_log, pcap=None, keylog=None, port=None,
+                     tshark="tshark"):
+    """analyze_run for quic-stream's logs (mode quic_stream / quic_datagram):
+    the same metrics; out_of_order from the delivery order (overtook); the
+    oracle from the decrypted capture (quic_oracle)."""
+    lat, start, end, recs = run_latencies(recv_log)
+    count, size = start["count"], start["size"]
+    mode = start["mode"].split("_", 1)[1]
+    recv_ns = {r["i"]: r["recv_ns"] for r in recs if r.get("ok") == 1}
+    extra = {"out_of_order": overtook(recv_ns),
+             "duplicates": end.get("duplicates") if end else None,
+             "bad": end.get("bad") if end else None}
+    res = {"run": metrics(lat, count, rtt_ms, extra=extra), "latencies": lat}
+    if end and "quic_stats" in end:
+        res["run"]["quic_receiver_stats"] = end["quic_stats"]
+    send_start, send_end, send_hs, send_recs = load_jsonl(send_log)
+    if send_end and "quic_stats" in send_end:
+        res["run"]["quic_sender_stats"] = send_end["quic_stats"]
+    if send_hs:
+        res["run"]["cipher"] = send_hs.get("cipher")
+    if pcap and keylog:
+        comp, info = quic_oracle(pcap, keylog, port, mode, size, start["real_minus_mono_ns"],
+                                 tshark)
+        send_ns = {r["i"]: r["send_ns"] for r in send_recs}
+        olat = {i: (t - send_ns[i]) / 1e6 for i, t in comp.items() if i in send_ns}
+        info["records_complete_in_pcap"] = len(comp)
+        info["overtaken"] = overtaken(comp)
+        res["oracle"] = metrics(olat, count, rtt_ms, extra=info)
+        res["oracle_latencies"] = olat
+    return res
+
+
 def analyze_run(recv_log, rtt_ms, send_log=None, pcap=None, port=None, wire_overhead=22):
     lat, start, end, recs = run_latencies(recv_log)
     count = start["count"]

@@ -11,14 +11,21 @@ each on a testbed of its own (tools/testbed --prefix), with the same loss seed:
   ucobs no TLS: uCOBS datagrams on plain TCP (UTLS_ucobs_send/recv, the tap),
         each sized so that its frame is as long as the TLS record (1440 bytes
         for 1448 on the wire; see ucobs_size)
+  quic_stream    QUIC (quic-go v0.65.0, bench/latency/quic), one stream per
+        message: reliable, no head-of-line blocking across messages
+  quic_datagram  QUIC DATAGRAM frames (RFC 9221): unreliable, one per message
+        (at most QUIC_DATAGRAM_MAX bytes, see there)
 
 plus the oracle: each record delivered the moment its last byte reached the
 receiving host, from a tcpdump capture taken on the receiver of the utls run
-(see analyze.py). Writes OUT/latency.json, OUT/latency_cdf.png and sweep plots,
+(see analyze.py); each QUIC mode has its own oracle from its capture,
+decrypted with its key log (analyze.quic_oracle). Every mode reports the CPU
+seconds of its sender and receiver processes. Writes OUT/latency.json, OUT/latency_cdf.png and sweep plots,
 and keeps every per-record log under OUT/latency/.
 
 Usage (as root; `make bench` runs it through the bench_latency target):
-  run.py --build BUILD [--out DIR] [--quick] [--no-sweeps] [--only-headline]
+  run.py --build BUILD [--out DIR] [--quick] [--no-sweeps] [--no-quic]
+  run.py --smoke --build BUILD --out DIR   (ctest bench_smoke_latency_quic)
 Progress goes to stderr.
 """
 import argparse
@@ -36,7 +43,16 @@ sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 
 PORT = 4433
-MODES = ("tls", "utls", "dtls", "ucobs")
+BASE_MODES = ("tls", "utls", "dtls", "ucobs")
+QUIC_MODES = ("quic_stream", "quic_datagram")
+MODES = BASE_MODES + QUIC_MODES
+# The largest message quic-go v0.65.0 sends in one DATAGRAM frame with
+# 1452-byte packets (its maximum): SendDatagram reserves room for a 20-byte
+# connection ID (estimateMaxPayloadSize: 1452 - 1 - 20 - 16 = 1415) and the
+# frame's type and 2-byte length (1412). A larger message is refused
+# (DatagramTooLargeError); DATAGRAM frames are never split. quic_datagram
+# messages are min(--size, this).
+QUIC_DATAGRAM_MAX = 1412
 # TLS 1.3 AES-GCM: 5-byte header + 1 content-type byte + 16-byte tag.
 TLS13_OVERHEAD = 22
 
@@ -69,7 +85,7 @@ TCP_COUNTERS = ("Tcp:RetransSegs", "TcpExt:TCPSackRecovery", "TcpExt:TCPRenoReco
                 "TcpExt:TCPLossProbes", "TcpExt:TCPLossProbeRecovery", "TcpExt:TCPTimeouts",
                 "TcpExt:TCPFastRetrans", "TcpExt:TCPLostRetransmit", "TcpExt:TCPSACKReorder",
                 "TcpExt:TCPRenoReorder")
-VARIANTS = ("plaintext_1448", "classic_recovery", "no_sack", "cubic")
+VARIANTS = ("plaintext_1448", "classic_recovery", "no_sack", "cubic", "reno")
 # Run only when named in --variants: the headline's loss is on the data
 # direction only; these add the same random loss on the ACK direction.
 EXTRA_VARIANTS = ("loss_both", "no_sack_loss_both")
@@ -85,7 +101,7 @@ def log(msg):
 
 
 class Setup:
-    def __init__(self, build, out, prefix, bindir=None):
+    def __init__(self, build, out, prefix, bindir=None, quic_bin=None, quic=True):
         self.build = os.path.abspath(build)
         self.src = os.path.dirname(os.path.dirname(HERE))
         self.testbed = os.path.join(self.src, "tools", "testbed", "testbed")
@@ -103,6 +119,17 @@ class Setup:
         # the demo keeps whole packets (0) so that its capture can be
         # decrypted.
         self.snaplen = 128
+        self.quic_bin = quic_bin or os.path.join(self.build, "bench", "latency", "quic",
+                                                 "quic-stream")
+        self.tshark = shutil.which("tshark")
+        self.quic = quic
+        if quic and not os.access(self.quic_bin, os.X_OK):
+            raise SystemExit("bench/latency: %s is missing: the build makes it when Go is "
+                             "installed (bench/latency/quic); or run with --no-quic"
+                             % self.quic_bin)
+
+    def modes(self, modes):
+        return tuple(m for m in modes if self.quic or m not in QUIC_MODES)
 
     def tb(self, prefix, *args, check=True, quiet=True):
         cmd = [self.testbed, "--prefix", prefix] + (["-q"] if quiet else []) + list(args)
@@ -174,12 +201,42 @@ def tcp_counters(setup, prefix):
     return {k.split(":", 1)[1]: values.get(k, 0) for k in TCP_COUNTERS}
 
 
-def start_capture(setup, prefix, path):
+def wait_cpu(p):
+    """Waits for |p| (wait4) and returns (exit code, CPU seconds): user +
+    system time of the process and of its waited-for descendants."""
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, ru.ru_utime + ru.ru_stime
+
+
+def exec_wrapper_cpu(setup, prefix):
+    """CPU seconds that `testbed exec` itself costs before it execs the
+    program (the median of three runs of `testbed exec sender -- true`):
+    subtracted from every sender's and receiver's CPU time."""
+    vals = []
+    for _ in range(3):
+        p = spawn(setup.tb_exec(prefix, "sender") + ["true"])
+        vals.append(wait_cpu(p)[1])
+        with _lock:
+            if p in _live:
+                _live.remove(p)
+    return sorted(vals)[1]
+
+
+def quic_size(mode, size):
+    """The message size of a mode: quic_datagram cannot exceed one packet."""
+    return min(size, QUIC_DATAGRAM_MAX) if mode == "quic_datagram" else size
+
+
+def start_capture(setup, prefix, path, udp=False):
     if setup.tcpdump is None:
         return None
+    # QUIC: whole packets, so that tshark can decrypt them.
     p = spawn(setup.tb_exec(prefix, "receiver")
-              + [setup.tcpdump, "-i", "eth0", "--immediate-mode", "-n", "-s", str(setup.snaplen),
-                 "--time-stamp-precision=nano", "-w", path, "tcp", "port", str(PORT)],
+              + [setup.tcpdump, "-i", "eth0", "--immediate-mode", "-n", "-s",
+                 "0" if udp else str(setup.snaplen),
+                 "--time-stamp-precision=nano", "-w", path, "udp" if udp else "tcp", "port",
+                 str(PORT)],
               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     # tcpdump says "listening on" once the capture is open.
     deadline = time.time() + 10
@@ -194,8 +251,66 @@ def start_capture(setup, prefix, path):
     raise RuntimeError("tcpdump did not start in %s" % prefix)
 
 
+def run_quic_mode(setup, prefix, mode, cfg, rundir, capture):
+    """One QUIC stream (quic-stream, quic-go) through testbed |prefix|."""
+    count, interval, rtt = cfg["count"], cfg["interval_ms"], cfg["rtt_ms"]
+    size = quic_size(mode, cfg["size"])
+    qmode = mode.split("_", 1)[1]
+    recv_log = os.path.join(rundir, "%s.recv.jsonl" % mode)
+    send_log = os.path.join(rundir, "%s.send.jsonl" % mode)
+    ready = os.path.join(rundir, "%s.ready" % mode)
+    pcap = os.path.join(rundir, "%s.pcap" % mode)
+    keys = os.path.join(rundir, "%s.keys" % mode)
+    for f in (ready, keys):
+        if os.path.exists(f):
+            os.unlink(f)
+    limit = str(int(count * interval / 1000 + 120))
+    cap = start_capture(setup, prefix, pcap, udp=True) if capture else None
+    addr = "%s:%d" % (setup.tb(prefix, "addr", "receiver").stdout.strip(), PORT)
+    common = ["--mode", qmode, "--count", str(count), "--size", str(size), "--timeout", limit,
+              "--quiet"]
+    # The receiver (server) writes the key log: the capture is decrypted with it.
+    recv = spawn(setup.tb_exec(prefix, "receiver")
+                 + [setup.quic_bin, "recv", "--listen", addr, "--out", recv_log, "--ready", ready,
+                    "--keylog", keys, "--idle-ms", str(int(max(3000, 4 * rtt)))] + common)
+    deadline = time.time() + 10
+    while not os.path.exists(ready):
+        if recv.poll() is not None or time.time() > deadline:
+            raise RuntimeError("%s receiver did not start (exit %s)" % (mode, recv.poll()))
+        time.sleep(0.02)
+    send = spawn(setup.tb_exec(prefix, "sender")
+                 + [setup.quic_bin, "send", "--connect", addr, "--out", send_log,
+                    "--interval", str(interval)] + common)
+    rrc, rcpu = wait_cpu(recv)
+    src, scpu = wait_cpu(send)
+    with _lock:
+        for p in (recv, send):
+            if p in _live:
+                _live.remove(p)
+    if cap is not None:
+        time.sleep(0.2)
+        stop(cap, signal.SIGINT)
+    if src != 0:
+        raise RuntimeError("%s sender failed (exit %d), see %s" % (mode, src, send_log))
+    if rrc != 0:
+        log("warning: %s receiver exit %d (missing/duplicate/bad messages), see %s"
+            % (mode, rrc, recv_log))
+    if cap is not None and setup.tshark is None:
+        log("warning: no tshark: %s has no oracle" % mode)
+        cap = None
+    res = analyze.analyze_quic_run(recv_log, rtt, send_log, pcap if cap is not None else None,
+                                   keys, PORT, setup.tshark or "tshark")
+    res["run"]["message_bytes"] = size
+    res["run"]["sender_cc"] = "quic-go NewReno (v0.65.0 hard-codes it; no BBR, no option)"
+    res["cpu_raw"] = (scpu, rcpu)
+    res["exit"] = rrc
+    return res
+
+
 def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     """One stream through testbed |prefix|. Returns the analysis dict."""
+    if mode in QUIC_MODES:
+        return run_quic_mode(setup, prefix, mode, cfg, rundir, capture)
     count, interval, size = cfg["count"], cfg["interval_ms"], cfg["size"]
     overhead = TLS13_OVERHEAD
     if mode == "ucobs":
@@ -234,8 +349,8 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
                     "--interval", str(interval)]
                  + (["--cc", cfg["sender_cc"]] if cfg.get("sender_cc") and mode != "dtls" else [])
                  + common)
-    rrc = recv.wait()
-    src = send.wait()
+    rrc, rcpu = wait_cpu(recv)
+    src, scpu = wait_cpu(send)
     with _lock:
         for p in (recv, send):
             if p in _live:
@@ -257,14 +372,16 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     if counters0 is not None:
         # The namespace is this run's alone: the difference is this connection.
         res["run"]["sender_tcp"] = {k: counters1[k] - counters0[k] for k in counters1}
+    res["cpu_raw"] = (scpu, rcpu)
     res["exit"] = rrc
     return res
 
 
-def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs"), progress=True,
-              keylog=None,
+def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs") + QUIC_MODES,
+              progress=True, keylog=None,
               sender_sysctls=(), receiver_sysctls=()):
     """All modes of one configuration in parallel, each on its own testbed."""
+    modes = setup.modes(modes)
     rundir = os.path.join(setup.out, "latency", name)
     os.makedirs(rundir, exist_ok=True)
     results, errors = {}, {}
@@ -284,6 +401,7 @@ def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs"), p
                 if r.returncode != 0:
                     raise RuntimeError("sysctl %s in the %s namespace failed" % (kv, where))
         prefixes[mode] = prefix
+    wrapper_cpu = exec_wrapper_cpu(setup, prefixes[modes[0]])
 
     def worker(mode):
         try:
@@ -317,6 +435,20 @@ def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs"), p
         t.join()
     if errors:
         raise RuntimeError("; ".join("%s: %s" % kv for kv in errors.items()))
+    for mode, res in results.items():
+        scpu, rcpu = res.pop("cpu_raw")
+        n = res["run"]["records_sent"]
+        res["run"]["cpu"] = {
+            "sender_s": round(scpu, 4), "receiver_s": round(rcpu, 4),
+            "exec_wrapper_s": round(wrapper_cpu, 4),
+            "sender_s_per_1000": round(max(scpu - wrapper_cpu, 0) * 1000 / n, 4),
+            "receiver_s_per_1000": round(max(rcpu - wrapper_cpu, 0) * 1000 / n, 4),
+            "note": "user + system CPU of the process (wait4), minus exec_wrapper_s (what "
+                    "`testbed exec` costs before it execs the program), per 1000 messages "
+                    "sent; handshake and startup included. Kernel work done in softirq "
+                    "context (most of TCP's receive path) is charged to whichever task "
+                    "runs, so TCP's kernel cost is only partly here; QUIC's protocol "
+                    "work is all in its process"}
     return results
 
 
@@ -331,12 +463,28 @@ def summarize(cfg, results):
     if "utls" in results and "oracle" in results["utls"]:
         out["oracle"] = results["utls"]["oracle"]
         out["oracle"]["run"] = "utls"
-    for mode in ("tls", "ucobs"):
+    for mode in ("tls", "ucobs") + QUIC_MODES:
         if mode in results and "oracle" in results[mode]:
             o = results[mode]["oracle"]
             out[mode]["oracle_same_run"] = {k: o[k] for k in ("delayed_gt_rtt", "p50_ms", "p95_ms",
                                                                "p99_ms", "overtaken")}
-    for mode in ("utls", "ucobs"):
+            if mode in QUIC_MODES:
+                out[mode]["oracle_same_run"].update(
+                    {k: v for k, v in o.items() if k not in out[mode]["oracle_same_run"]
+                     and k in ("source", "records_complete_in_pcap", "packets_to_receiver",
+                               "message_frames", "messages_in_more_than_one_packet",
+                               "udp_payload_bytes_median", "udp_payload_bytes_max", "lost")})
+    # Which part of delayed_gt_rtt the receiver adds (head-of-line blocking:
+    # the mode minus its own oracle) and which was already there when the
+    # last byte reached the host (the sender's loss recovery, congestion
+    # control and the network: the oracle).
+    for mode in ("tls", "utls", "ucobs") + QUIC_MODES:
+        o = (out.get("oracle") if mode == "utls" else out.get(mode, {}).get("oracle_same_run"))
+        if mode in out and o and o.get("delayed_gt_rtt") is not None:
+            out[mode]["delayed_split"] = {
+                "at_host": o["delayed_gt_rtt"],
+                "added_by_receiver": round(out[mode]["delayed_gt_rtt"] - o["delayed_gt_rtt"], 6)}
+    for mode in ("utls", "ucobs") + QUIC_MODES:
         if mode in results and "oracle_latencies" in results[mode]:
             lag = analyze.behind_oracle(results[mode]["latencies"],
                                         results[mode]["oracle_latencies"])
@@ -360,6 +508,8 @@ def cdf_plot(results, path, title, rtt):
               ("utls", "uTLS (SSL_MODE_UNORDERED + tap)", "tab:blue", "-"),
               ("dtls", "DTLS over UDP (lost = never)", "tab:green", "--"),
               ("ucobs", "uCOBS over TCP (no TLS; tap)", "tab:purple", "-."),
+              ("quic_stream", "QUIC, a stream per message (quic-go)", "tab:orange", "-"),
+              ("quic_datagram", "QUIC DATAGRAM frames (lost = never)", "tab:brown", "--"),
               ("oracle", "oracle (last byte reached host)", "black", ":")]
     for key, label, color, ls in series:
         if key == "oracle":
@@ -386,7 +536,7 @@ def cdf_plot(results, path, title, rtt):
     ax.set_ylabel("fraction of records sent")
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="center right", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -400,7 +550,8 @@ def sweep_plot(points, xkey, xlabel, path, title):
     xs = [p["config"][xkey] for p in points]
     for key, color, ls in (("tls", "tab:red", "-"), ("utls", "tab:blue", "-"),
                            ("dtls", "tab:green", "--"), ("ucobs", "tab:purple", "-."),
-                           ("oracle", "black", ":")):
+                           ("quic_stream", "tab:orange", "-"),
+                           ("quic_datagram", "tab:brown", "--"), ("oracle", "black", ":")):
         ys = [p.get(key, {}).get("delayed_gt_rtt") for p in points]
         p99 = [p.get(key, {}).get("p99_ms") for p in points]
         if all(y is None for y in ys):
@@ -423,18 +574,21 @@ def sweep_plot(points, xkey, xlabel, path, title):
 
 def table(doc):
     """The side-by-side table of one configuration, as text."""
-    rows = ["%-7s %11s %12s %8s %8s %8s %13s" % ("mode", "delivered", "delayed>RTT", "p50 ms",
-                                                  "p95 ms", "p99 ms", "out-of-order")]
-    names = {"tls": "tls", "utls": "utls", "dtls": "dtls", "ucobs": "ucobs", "oracle": "oracle"}
-    for key in ("tls", "utls", "dtls", "ucobs", "oracle"):
+    rows = ["%-13s %11s %12s %8s %8s %8s %13s %16s" % (
+        "mode", "delivered", "delayed>RTT", "p50 ms", "p95 ms", "p99 ms", "out-of-order",
+        "CPU ms/1000 r/s")]
+    for key in MODES + ("oracle",):
         m = doc.get(key)
         if not m:
             continue
         ooo = m.get("out_of_order")
-        rows.append("%-7s %11s %11.1f%% %8.1f %8.1f %8.1f %13s" % (
-            names[key], "%d/%d" % (m["records_delivered"], m["records_sent"]),
+        cpu = m.get("cpu")
+        rows.append("%-13s %11s %11.1f%% %8.1f %8.1f %8.1f %13s %16s" % (
+            key, "%d/%d" % (m["records_delivered"], m["records_sent"]),
             100 * m["delayed_gt_rtt"], m["p50_ms"], m["p95_ms"], m["p99_ms"],
-            "-" if ooo is None else str(ooo)))
+            "-" if ooo is None else str(ooo),
+            "%.0f / %.0f" % (1000 * cpu["receiver_s_per_1000"], 1000 * cpu["sender_s_per_1000"])
+            if cpu else "-"))
     return "\n".join(rows)
 
 
@@ -505,7 +659,13 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", help="default BUILD/bench")
     ap.add_argument("--bin-dir", help="utls-stream binaries (default BUILD/examples/utls-stream)")
-    ap.add_argument("--prefix", default="ulat", help="testbed prefix (PREFIX0..3)")
+    ap.add_argument("--prefix", default="ulat", help="testbed prefix (PREFIX0..5)")
+    ap.add_argument("--quic-bin", help="quic-stream (default BUILD/bench/latency/quic/quic-stream)")
+    ap.add_argument("--no-quic", action="store_true",
+                    help="without the QUIC modes (quic_stream, quic_datagram)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="ctest: a few dozen messages of the QUIC modes, then checks of the "
+                         "JSON (exit 1 when one fails, 77 without root)")
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--interval", type=float, default=20.0)
     ap.add_argument("--size", type=int, default=1426,
@@ -541,10 +701,16 @@ def main():
                          "a pcap and key log of the uTLS run, all in DIR")
     a = ap.parse_args()
     if os.geteuid() != 0:
+        if a.smoke:
+            log("SKIP: needs root (network namespaces, tcpdump)")
+            return 77
         raise SystemExit("bench/latency: needs root (network namespaces, the tap, tcpdump)")
     if a.demo:
         a.out = a.demo
-    setup = Setup(a.build, a.out or os.path.join(a.build, "bench"), a.prefix, a.bin_dir)
+    setup = Setup(a.build, a.out or os.path.join(a.build, "bench"), a.prefix, a.bin_dir,
+                  a.quic_bin, quic=not a.no_quic and not a.demo)
+    if a.smoke:
+        return smoke(setup, a)
     wanted = set() if a.variants == "none" else set(v for v in a.variants.split(",") if v)
     unknown = wanted - set(VARIANTS) - set(EXTRA_VARIANTS)
     if unknown:
@@ -557,6 +723,7 @@ def main():
     a.classic_recovery = a.classic_recovery and "classic_recovery" in wanted
     a.no_sack_variant = a.no_sack_variant and "no_sack" in wanted
     a.cubic_variant = a.cubic_variant and "cubic" in wanted
+    a.reno_variant = "reno" in wanted and not a.quick
     os.makedirs(setup.out, exist_ok=True)
 
     def on_signal(signum, frame):
@@ -586,15 +753,18 @@ def main():
                  % (a.count, a.size, a.size + TLS13_OVERHEAD, a.interval, a.rtt, a.loss), a.rtt)
         with open(os.path.join(setup.out, "latency", "headline", "results.json"), "w") as f:
             json.dump(strip(res), f, indent=1)
-        log("headline: delayed>RTT tls %.4f utls %.4f dtls %.4f ucobs %s oracle %.4f"
+        log("headline: delayed>RTT tls %.4f utls %.4f dtls %.4f ucobs %s oracle %.4f quic_stream %s "
+            "quic_datagram %s"
             % (doc["tls"]["delayed_gt_rtt"], doc["utls"]["delayed_gt_rtt"],
                doc["dtls"]["delayed_gt_rtt"],
                "%.4f" % doc["ucobs"]["delayed_gt_rtt"] if "ucobs" in doc else "-",
-               doc["oracle"]["delayed_gt_rtt"]))
+               doc["oracle"]["delayed_gt_rtt"],
+               *["%.4f" % doc[m]["delayed_gt_rtt"] if m in doc else "-" for m in QUIC_MODES]))
 
         if not a.no_variant:
             vcfg = dict(cfg, size=1448, wire_record_bytes=1448 + TLS13_OVERHEAD)
-            vres = run_point(setup, vcfg, "plaintext_1448")
+            # quic_datagram cannot carry 1448 bytes in one packet (QUIC_DATAGRAM_MAX).
+            vres = run_point(setup, vcfg, "plaintext_1448", modes=BASE_MODES + ("quic_stream",))
             doc["variants"] = {"plaintext_1448": summarize(vcfg, vres)}
             doc["variants"]["plaintext_1448"]["note"] = (
                 "1448 plaintext bytes make a 1470-byte TLS record: two TCP segments per "
@@ -605,7 +775,8 @@ def main():
 
         if a.classic_recovery:
             ccfg = dict(cfg, sender_sysctls=CLASSIC)
-            cres = run_point(setup, ccfg, "classic_recovery", sender_sysctls=CLASSIC)
+            cres = run_point(setup, ccfg, "classic_recovery", modes=BASE_MODES,
+                             sender_sysctls=CLASSIC)
             doc.setdefault("variants", {})["classic_recovery"] = summarize(ccfg, cres)
             doc["variants"]["classic_recovery"]["note"] = (
                 "the sender's TCP without RACK-TLP (net.ipv4.tcp_recovery=0, "
@@ -650,7 +821,24 @@ def main():
             doc.setdefault("variants", {})["cubic"] = summarize(kcfg, kres)
             doc["variants"]["cubic"]["note"] = (
                 "the sender's TCP with cubic instead of bbr: cwnd reductions at 2% loss make "
-                "the sender queue records, which delays them for every mode, the oracle included")
+                "the sender queue records, which delays them for every mode, the oracle included. "
+                "The QUIC modes are unchanged: quic-go v0.65.0 always runs its NewReno")
+
+        if a.reno_variant and a.cc != "reno":
+            rcfg = dict(cfg, sender_cc="reno")
+            rres = run_point(setup, rcfg, "reno", modes=("tls", "utls", "ucobs") + QUIC_MODES)
+            doc.setdefault("variants", {})["reno"] = summarize(rcfg, rres)
+            doc["variants"]["reno"]["note"] = (
+                "like with like: the sender's TCP with reno (Linux's NewReno, TCP_CONGESTION "
+                "reno) and quic-go's congestion control, which v0.65.0 hard-codes to NewReno "
+                "(internal/ackhandler: NewCubicSender(..., true /* use Reno */, ...); its Cubic "
+                "code is unreachable from the API and it has no BBR, so no BBR pair exists). "
+                "Loss detection still differs: TCP RACK-TLP (reo_wnd = min_rtt/4) against "
+                "RFC 9002 (3 packets or 9/8 RTT). No dtls: OpenSSL's DTLS has no congestion "
+                "control")
+            cdf_plot(rres, os.path.join(setup.out, "latency_cdf_reno.png"),
+                     "sender TCP reno vs quic-go NewReno: %d messages every %g ms, RTT %g ms, "
+                     "%g%% loss" % (a.count, a.interval, a.rtt, a.loss), a.rtt)
 
         if not a.no_sweeps:
             doc["sweeps"] = {"loss": [], "rtt": []}
@@ -683,10 +871,80 @@ def main():
     for name, v in sorted(doc.get("variants", {}).items()):
         print("\nvariant %s:" % name)
         print(table(v))
-    print(json.dumps({k: doc[k] for k in ("tls", "utls", "dtls", "ucobs", "oracle", "targets",
-                                          "recovery_model")
+    print(json.dumps({k: doc[k] for k in MODES + ("oracle", "targets", "recovery_model")
                       if k in doc}, indent=1))
     return 0
+
+
+# The keys every mode's block has in latency.json (the smoke test checks them).
+MODE_KEYS = ("delayed_gt_rtt", "p50_ms", "p95_ms", "p99_ms", "lost", "out_of_order",
+             "records_sent", "records_delivered")
+CPU_KEYS = ("sender_s_per_1000", "receiver_s_per_1000")
+
+
+def check_doc(doc, modes, count):
+    """What the smoke test asserts about a latency.json document. Returns a
+    list of failures (empty: pass)."""
+    bad = []
+    for m in modes:
+        b = doc.get(m)
+        if not isinstance(b, dict):
+            bad.append("%s: missing" % m)
+            continue
+        for k in MODE_KEYS:
+            if not isinstance(b.get(k), (int, float)):
+                bad.append("%s.%s: %r is not a number" % (m, k, b.get(k)))
+        for k in CPU_KEYS:
+            v = b.get("cpu", {}).get(k)
+            if not isinstance(v, (int, float)) or v <= 0:
+                bad.append("%s.cpu.%s: %r is not a positive number" % (m, k, v))
+        if b.get("records_sent") != count:
+            bad.append("%s.records_sent: %r, not %d" % (m, b.get("records_sent"), count))
+        if b.get("duplicates") or b.get("bad"):
+            bad.append("%s: %r duplicates, %r bad" % (m, b.get("duplicates"), b.get("bad")))
+        o = b.get("oracle_same_run", {})
+        if not isinstance(o.get("delayed_gt_rtt"), (int, float)):
+            bad.append("%s.oracle_same_run: no oracle (capture, key log, tshark)" % m)
+        elif o.get("records_complete_in_pcap", -1) < b.get("records_delivered", 0):
+            bad.append("%s: %r messages delivered, only %r complete in the decrypted capture"
+                       % (m, b.get("records_delivered"), o.get("records_complete_in_pcap")))
+        if isinstance(b.get("min_ms"), (int, float)) and b["min_ms"] < doc["config"]["one_way_ms"]:
+            bad.append("%s.min_ms %.1f is below the path's one-way delay" % (m, b["min_ms"]))
+    s = doc.get("quic_stream", {})
+    if s and s.get("records_delivered") != count:
+        bad.append("quic_stream: %r of %d messages delivered (it is reliable)"
+                   % (s.get("records_delivered"), count))
+    d = doc.get("quic_datagram", {})
+    if d and (d.get("records_delivered") or 0) < count // 2:
+        bad.append("quic_datagram: only %r of %d messages" % (d.get("records_delivered"), count))
+    return bad
+
+
+def smoke(setup, a):
+    """ctest bench_smoke_latency_quic: the QUIC modes for a few dozen
+    messages on the usual path (100 ms RTT, 2% loss), the JSON written and
+    read back, and check_doc."""
+    count = 40
+    cfg = {"count": count, "interval_ms": a.interval, "size": a.size,
+           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": a.loss,
+           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+    os.makedirs(setup.out, exist_ok=True)
+    try:
+        res = run_point(setup, cfg, "smoke", modes=QUIC_MODES, progress=False)
+        doc = summarize(cfg, res)
+    finally:
+        cleanup(setup)
+    path = os.path.join(setup.out, "latency.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(path) as f:
+        doc = json.load(f)
+    print(table(doc))
+    bad = check_doc(doc, QUIC_MODES, count)
+    for b in bad:
+        log("FAIL: " + b)
+    log("smoke: %s (%s)" % ("FAIL" if bad else "ok", path))
+    return 1 if bad else 0
 
 
 def demo(setup, a, t_start):
@@ -698,7 +956,7 @@ def demo(setup, a, t_start):
         os.unlink(keylog)
     setup.snaplen = 0  # whole packets: the demo's capture is for Wireshark, decrypted
     try:
-        res = run_point(setup, cfg, "demo", keylog=keylog)
+        res = run_point(setup, cfg, "demo", modes=BASE_MODES, keylog=keylog)
     except KeyboardInterrupt:
         log("interrupted")
         return 130
@@ -720,7 +978,7 @@ def demo(setup, a, t_start):
     print("over %g ms RTT with %g%% random loss (seed %d, sender TCP: %s), in namespaces"
           % (a.rtt, a.loss, a.seed, a.cc))
     print("sender -> router -> receiver;")
-    print("the %d modes ran at the same time, each on a testbed of its own." % len(MODES))
+    print("the %d modes ran at the same time, each on a testbed of its own." % len(BASE_MODES))
     print()
     print(table(doc))
     print()

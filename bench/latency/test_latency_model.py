@@ -8,7 +8,9 @@ bench_latency_model, label unit). No network, no root.
   * run.parse_counters on the shape of /proc/net/snmp and /proc/net/netstat,
     and its refusal of truncated or mismatched text;
   * run.recovery_model on a made-up result document;
-  * analyze.behind_oracle on lags just under and over its thresholds.
+  * analyze.behind_oracle on lags just under and over its thresholds;
+  * analyze.overtook (QUIC's out-of-order count) and run.check_doc, the
+    assertions of the QUIC smoke test, on good and broken documents.
 Exit 0 pass, 1 fail.
 """
 import os
@@ -120,8 +122,42 @@ def test_behind_oracle():
     expect("behind_oracle nothing to compare", f({}, oracle)["max_ms"], None)
 
 
+def test_quic_checks():
+    f = analyze.overtook
+    expect("overtook, in order", f({0: 1, 1: 2, 2: 3}), 0)
+    # message 0 late: 1 and 2 overtook it
+    expect("overtook, one late", f({0: 9, 1: 2, 2: 3}), 2)
+    # a lost datagram (1 missing) is no hole
+    expect("overtook, one lost", f({0: 1, 2: 3, 3: 4}), 0)
+
+    def block(delivered, **kw):
+        b = {"delayed_gt_rtt": 0.0, "p50_ms": 50.5, "p95_ms": 51.0, "p99_ms": 52.0, "lost": 0.0,
+             "out_of_order": 0, "records_sent": 40, "records_delivered": delivered,
+             "duplicates": 0, "bad": 0, "min_ms": 50.2,
+             "cpu": {"sender_s_per_1000": 0.9, "receiver_s_per_1000": 0.6},
+             "oracle_same_run": {"delayed_gt_rtt": 0.0, "records_complete_in_pcap": delivered}}
+        b.update(kw)
+        return b
+    good = {"config": {"one_way_ms": 50.0}, "quic_stream": block(40), "quic_datagram": block(38)}
+    expect("check_doc, good", run.check_doc(good, run.QUIC_MODES, 40), [])
+    broken = [
+        dict(good, quic_datagram=None),
+        dict(good, quic_stream=block(39)),
+        dict(good, quic_stream=dict(block(40), p99_ms=None)),
+        dict(good, quic_stream=dict(block(40), cpu={})),
+        dict(good, quic_stream=dict(block(40), oracle_same_run={})),
+        dict(good, quic_stream=dict(block(40), duplicates=1)),
+        dict(good, quic_datagram=dict(block(38), min_ms=10.0)),
+        dict(good, quic_datagram=block(10)),
+    ]
+    for k, doc in enumerate(broken):
+        if not run.check_doc(doc, run.QUIC_MODES, 40):
+            failures.append("check_doc passed broken document %d" % k)
+
+
 def main():
-    for t in (test_model, test_overtaken, test_counters, test_recovery_model, test_behind_oracle):
+    for t in (test_model, test_overtaken, test_counters, test_recovery_model, test_behind_oracle,
+              test_quic_checks):
         t()
     for f in failures:
         print("FAIL: %s" % f)
