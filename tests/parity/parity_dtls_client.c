@@ -15,7 +15,9 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,12 @@ static long long now_ms(void)
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+static void wait_readable(int fd, int ms)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+    poll(&p, 1, ms);
+}
+
 static const char *err_name(int e)
 {
     switch (e) {
@@ -65,7 +73,6 @@ int main(int argc, char **argv)
     int port = 0, wait_ms = 800, i, fd, ret, err = SSL_ERROR_NONE;
     const char *cipher = NULL;
     struct sockaddr_in a;
-    struct timeval tv = { 0, 50 * 1000 };
     SSL_CTX *ctx;
     SSL *s;
     BIO *b;
@@ -96,6 +103,7 @@ int main(int argc, char **argv)
         perror("parity_dtls_client: connect");
         return 2;
     }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     b = BIO_new_dgram(fd, BIO_NOCLOSE);
     BIO_ctrl(b, BIO_CTRL_DGRAM_SET_CONNECTED, 0, &a);
     s = SSL_new(ctx);
@@ -106,13 +114,13 @@ int main(int argc, char **argv)
         err = SSL_get_error(s, ret);
         if (err != SSL_ERROR_WANT_READ || now_ms() > deadline)
             break;
+        wait_readable(fd, 20);
         DTLSv1_handle_timeout(s);
     }
     if (ret != 1) {
         printf("{\"handshake\":\"failed\",\"ssl_error\":\"%s\",\"alerts_recv\":[%s]}\n", err_name(err), g_alerts);
         return 0;
     }
-    BIO_ctrl(b, BIO_CTRL_DGRAM_SET_RECV_TIMEOUT, 0, &tv);
 
     /* ping-1: the man in the middle injects when it forwards this echo. */
     SSL_write(s, "ping-1", 6);
@@ -128,9 +136,10 @@ int main(int argc, char **argv)
         if (err != SSL_ERROR_WANT_READ)
             break;
         err = SSL_ERROR_NONE;
+        wait_readable(fd, 20);
     }
     /* Give the server the time to process what was injected. */
-    usleep(100 * 1000);
+    usleep(50 * 1000);
     if (SSL_write(s, "ping-2", 6) <= 0)
         err = SSL_get_error(s, -1);
     deadline = now_ms() + wait_ms;
@@ -155,8 +164,10 @@ int main(int argc, char **argv)
             continue;
         }
         err = SSL_get_error(s, ret);
-        if (err == SSL_ERROR_WANT_READ)
+        if (err == SSL_ERROR_WANT_READ) {
             err = SSL_ERROR_NONE;
+            wait_readable(fd, 20);
+        }
     }
     printf("{\"handshake\":\"ok\",\"echo1\":%s,\"echo2\":%s,\"received\":[%s],\"ssl_error\":\"%s\","
            "\"alerts_recv\":[%s]}\n",

@@ -333,7 +333,7 @@ int main(int argc, char **argv)
     struct cfg c;
     SSL_CTX *ctx;
     char lib[512];
-    int lfd, port, i;
+    int lfd, port, i, next;
     struct sockaddr_in a;
     socklen_t al = sizeof(a);
 
@@ -415,19 +415,32 @@ int main(int argc, char **argv)
             /* One client at a time: connect the socket to the first sender,
              * then bind a fresh socket for the next connection. */
             struct sockaddr_in peer;
-            socklen_t pl = sizeof(peer);
-            char b1;
-            if (recvfrom(lfd, &b1, 1, MSG_PEEK, (struct sockaddr *)&peer, &pl) < 0) {
-                perror("parity_server: recvfrom");
-                return 2;
+            socklen_t pl;
+            unsigned char d[32];
+            ssize_t got;
+            /* Only a ClientHello (handshake record, epoch 0, msg_type 1) starts a
+             * connection: late datagrams of the previous peer are dropped. */
+            for (;;) {
+                pl = sizeof(peer);
+                got = recvfrom(lfd, d, sizeof(d), MSG_PEEK | MSG_TRUNC, (struct sockaddr *)&peer, &pl);
+                if (got < 0) {
+                    perror("parity_server: recvfrom");
+                    return 2;
+                }
+                if (got >= 14 && d[0] == 22 && d[3] == 0 && d[4] == 0 && d[13] == 1)
+                    break;
+                recv(lfd, d, sizeof(d), 0);
             }
             if (connect(lfd, (struct sockaddr *)&peer, pl) != 0) {
                 perror("parity_server: connect udp");
                 return 2;
             }
+            /* The next client's first datagram must find a socket: bind it
+             * now (the connected one only matches this peer). */
+            next = udp_bound(port);
             serve(ctx, &c, lfd, i);
             close(lfd);
-            lfd = udp_bound(port);
+            lfd = next;
         } else {
             int fd = accept(lfd, NULL, NULL);
             if (fd < 0) {
