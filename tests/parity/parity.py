@@ -34,6 +34,9 @@ SURVIVE = b"parity-survival-check"
 BASELINE = b"parity-baseline"
 
 
+NULL_RUN = False  # --null: both sides are the system library
+
+
 class Failure(Exception):
     pass
 
@@ -198,6 +201,7 @@ class Server:
         start = json.loads(line)
         self.port = start["port"]
         want = os.path.realpath(self.args.fork if self.lib == "fork" else self.args.system)
+        # (in the --null self-test, args.fork is the system library itself)
         got = os.path.realpath(start["libssl"]) if start["libssl"] != "?" else "?"
         if got != want:
             raise Failure("parity_server (%s) has %s mapped, expected %s" % (self.lib, got, want))
@@ -230,6 +234,8 @@ def check_mode(server_obs, lib, unordered, proto):
             raise Failure("the system run reports the fork's UTLS_ symbols: wrong library loaded")
         return
     if not mode.get("fork"):
+        if NULL_RUN:
+            return
         raise Failure("the fork run has no UTLS_ symbols: the fork is not loaded")
     if proto == "tls" and server_obs.get("handshake") == "ok":
         if bool(mode.get("unordered")) != bool(unordered):
@@ -470,8 +476,8 @@ def run_tls_case(port, prof, case):
         except socket.timeout:
             obs["hs"] = "timeout"
             return obs
-        if prof.get("check"):
-            prof["check"](peer)
+        if prof["kind"] == "cbc":
+            obs["etm"] = bool(peer.ws.encryptThenMAC)  # compared like the rest
         if case.get("after_hs_only"):
             # handshake cases: the survival check is the echo right after the handshake
             peer.send_app(SURVIVE)
@@ -518,12 +524,8 @@ def tls_profiles(group):
                 ("aes256sha1_etm", "ECDHE-RSA-AES256-SHA", "aes256", 20, True),
                 ("aes256sha1_mte", "ECDHE-RSA-AES256-SHA", "aes256", 20, False)]:
             srv = ["--max", "1.2", "--cipher", ossl] + ([] if etm else ["--no-etm"])
-
-            def check(peer, etm=etm):
-                if bool(peer.ws.encryptThenMAC) != etm:
-                    raise Failure("encrypt-then-MAC negotiated=%s, expected %s" % (peer.ws.encryptThenMAC, etm))
             P.append(dict(name=name, kind="cbc", server=srv, cert="rsa", tlslite_version=v12,
-                          tlslite_ciphers=[tl], mac=mac, etm=True, check=check))
+                          tlslite_ciphers=[tl], mac=mac, etm=True, expect_etm=etm))
     elif group == "tls13":
         for name, suite, tl, tag in [
                 ("aes128gcm", "TLS_AES_128_GCM_SHA256", "aes128gcm", 16),
@@ -1039,6 +1041,7 @@ def cmd_run(args):
     else:
         tlslite()
         profiles = tls_profiles(group)
+    modes_seen = set()
     for prof in profiles:
         cases = dtls_cases(prof) if group == "dtls12" else tls_cases(group, prof)
         if args.only:
@@ -1052,7 +1055,8 @@ def cmd_run(args):
         else:
             extra += prof["server"] + ["--idle-ms", "4000"]
         proto = "dtls" if group == "dtls12" else "tls"
-        servers = {lib: Server(args, lib, proto, extra, len(cases), args.unordered) for lib in libs}
+        servers = {lib: Server(args, lib, proto, extra + (args.perturb.split() if lib == "fork" and args.perturb else []),
+                               len(cases), args.unordered) for lib in libs}
         if prof is profiles[0]:
             for lib in libs:
                 log("  %s server: %s mapped" % (lib, servers[lib].mapped))
@@ -1073,7 +1077,13 @@ def cmd_run(args):
                         else:
                             peer = run_tls_case(srv.port, prof, case)
                         sobs = srv.next_conn()
+                        if lib == "system" and "expect_etm" in prof and peer.get("etm", prof["expect_etm"]) != prof["expect_etm"]:
+                            raise Failure("%s: encrypt-then-MAC negotiated=%s with the system library, expected %s"
+                                          % (full, peer.get("etm"), prof["expect_etm"]))
                         check_mode(sobs, lib, args.unordered, proto)
+                        if lib == "fork" and sobs and "mode" in sobs and prof["name"] not in modes_seen:
+                            modes_seen.add(prof["name"])
+                            log("  fork's own report (%s/%s): %s" % (prof["name"], cname, json.dumps(sobs["mode"])))
                         obs[lib] = observation(peer, sobs)
                     except BaseException as e:  # re-raised below, in the main thread
                         errs.append(e)
@@ -1095,12 +1105,22 @@ def cmd_run(args):
                 s.stop()
     rep.table()
     log("%s: runtime %.1f s" % (rep.group, time.monotonic() - t0))
+    if args.expect_diff:
+        # self-test: a deliberately different "fork" side must be caught
+        if rep.ok():
+            log("FAIL: self-test: the fork side was perturbed (%s) but no difference was found" % args.perturb)
+            return 1
+        log("PASS: self-test: the perturbed side (%s) differs in %d case(s), as it must" % (args.perturb, len(rep.diffs)))
+        return 0
     if not rep.ok():
         log("FAIL: %d case(s) where the fork differs from the system libssl:" % len(rep.diffs))
         for d in rep.diffs:
             log("  " + d)
         return 1
-    log("PASS: the fork behaves like the system libssl in all %d cases" % len(rep.rows))
+    if NULL_RUN:
+        log("PASS: self-test: the system library against itself agrees in all %d cases" % len(rep.rows))
+    else:
+        log("PASS: the fork behaves like the system libssl in all %d cases" % len(rep.rows))
     return 0
 
 
@@ -1142,6 +1162,10 @@ def main():
     ap.add_argument("--group", choices=["tls12_aead", "tls12_cbc", "tls13", "handshake", "dtls12"])
     ap.add_argument("--unordered", action="store_true")
     ap.add_argument("--only", help="run only the cases whose profile/name contains this")
+    ap.add_argument("--perturb", help="self-test: extra parity_server options for the fork side only")
+    ap.add_argument("--expect-diff", action="store_true", help="self-test: succeed only if differences are found")
+    ap.add_argument("--null", action="store_true",
+                    help="self-test: the system library on both sides (the harness must be deterministic)")
     args = ap.parse_args()
 
     # The TLS groups need tlslite-ng: run under the venv's interpreter.
@@ -1163,6 +1187,10 @@ def main():
         for f in ("fork", "system", "server"):
             if not getattr(args, f) or not os.path.exists(getattr(args, f)):
                 raise Failure("--%s %s does not exist" % (f, getattr(args, f)))
+        if args.null:
+            global NULL_RUN
+            NULL_RUN = True
+            args.fork = args.system
         return cmd_run(args)
     except Failure as e:
         log("FAIL: %s" % e)
