@@ -90,6 +90,8 @@ def summary(obs):
         out.append("sent " + ",".join(a.split(":", 2)[2] for a in s["alerts_sent"]))
     if s.get("errors"):
         out.append("err " + s["errors"][0])
+    if "retransmission" in p:
+        out.append(p["retransmission"])
     if "echo2" in p:
         out.append("peer %s%s" % ("echo" if p["echo2"] else "no echo",
                                   " alert " + ",".join(p["alerts_recv"]) if p.get("alerts_recv") else ""))
@@ -824,6 +826,15 @@ def dtls_profiles():
         dict(name="cbc_etm", cipher="ECDHE-RSA-AES128-SHA256", cert="rsa", overhead=16 + 32, kind="cbc"),
         dict(name="cbc_mte", cipher="ECDHE-RSA-AES128-SHA256", cert="rsa", overhead=16 + 32, kind="cbc",
              no_etm=True),
+        # a small path MTU (the server's flight in many fragments) and lost flights: the
+        # server retransmits from its buffer, and each retransmitted fragment must equal
+        # the first transmission
+        dict(name="mtu256_retransmit", cipher="ECDHE-RSA-AES128-GCM-SHA256", cert="rsa", overhead=8 + 16,
+             kind="aead", mtu=256, handshake_loss=True),
+        # the MTU from the kernel (loopback): after three lost flights the server falls
+        # back to the minimum MTU and re-fragments what it retransmits
+        dict(name="querymtu_retransmit", cipher="ECDHE-RSA-AES128-GCM-SHA256", cert="rsa", overhead=8 + 16,
+             kind="aead", handshake_loss=True, only=["lost_client_final_flight_x3"]),
     ]
 
 
@@ -848,6 +859,17 @@ def dtls_cases(prof):
     the client's datagrams so far and the client's last record (epoch 1, application data)."""
     ov = prof["overhead"]
     cases = []
+    if prof.get("handshake_loss"):
+        return [
+            ("lost_client_final_flight", lambda st: [], {"drop_client_final": 1}),
+            ("lost_client_final_flight_twice", lambda st: [], {"drop_client_final": 2}),
+            ("lost_server_first_flight", lambda st: [], {"drop_server_flight": True}),
+            ("lost_server_first_flight_then_forged", lambda st: [dtls_rec(23, 1, st["last_app"]["seq"] + 1,
+                                                                          rnd("dtls-lf", 5))],
+             {"drop_server_flight": True}),
+        ] if not prof.get("only") else [
+            ("lost_client_final_flight_x3", lambda st: [], {"drop_client_final": 3}),
+        ]
 
     def last_app(st):
         return st["last_app"]
@@ -904,6 +926,50 @@ def dtls_cases(prof):
     return cases
 
 
+class RetransmitCheck:
+    """Reassembles the server's epoch-0 handshake messages from their first transmission and
+    checks every retransmitted fragment against it (byte for byte)."""
+
+    def __init__(self):
+        self.msgs = {}      # message_seq -> (msg_type, bytearray, bytearray of "have" flags)
+        self.seen = set()   # (message_seq, frag_off, frag_len)
+        self.retransmitted = 0
+        self.mismatch = []
+
+    def server_datagram(self, d):
+        for r in dtls_records(d):
+            if r["type"] != 22 or r["epoch"] != 0:
+                continue
+            b = r["body"]
+            while len(b) >= 12:
+                mtype, mlen = b[0], int.from_bytes(b[1:4], "big")
+                mseq = int.from_bytes(b[4:6], "big")
+                foff, flen = int.from_bytes(b[6:9], "big"), int.from_bytes(b[9:12], "big")
+                frag = bytes(b[12:12 + flen])
+                b = b[12 + flen:]
+                if mtype == 3:  # HelloVerifyRequest: not part of a flight we compare
+                    continue
+                if mseq not in self.msgs:
+                    self.msgs[mseq] = (mtype, bytearray(mlen), bytearray(mlen))
+                typ, buf, have = self.msgs[mseq]
+                end = min(foff + len(frag), len(buf))
+                key = (mseq, foff, flen)
+                if key in self.seen or (end > foff and all(have[foff:end])):
+                    self.retransmitted += 1
+                    if typ != mtype or bytes(buf[foff:end]) != frag[:end - foff]:
+                        self.mismatch.append("msg_seq %d offset %d" % (mseq, foff))
+                self.seen.add(key)
+                for i in range(foff, end):
+                    if not have[i]:
+                        buf[i] = frag[i - foff]
+                        have[i] = 1
+
+    def verdict(self):
+        if self.mismatch:
+            return "MISMATCH " + ", ".join(sorted(set(self.mismatch))[:4])
+        return "retransmitted, identical" if self.retransmitted else "no retransmission"
+
+
 def is_final_flight(dgram):
     """ClientKeyExchange, ChangeCipherSpec or the encrypted Finished of the client."""
     for r in dtls_records(dgram):
@@ -917,9 +983,13 @@ class Mitm(threading.Thread):
     """UDP man in the middle: forwards client <-> server and injects when it forwards the
     server's first epoch-1 application-data record (the echo of ping-1)."""
 
-    def __init__(self, server_port, inject):
+    def __init__(self, server_port, inject, opts=None):
         super().__init__(daemon=True)
         self.inject = inject
+        self.opts = opts or {}
+        self.retx = RetransmitCheck()
+        self.client_hellos = 0
+        self.client_final_dropped = 0
         self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.front.bind(("127.0.0.1", 0))
         self.port = self.front.getsockname()[1]
@@ -948,15 +1018,34 @@ class Mitm(threading.Thread):
                 d, addr = self.front.recvfrom(70000)
                 self.client_addr = addr
                 self.client_dgrams.append(d)
-                for rec in dtls_records(d):
+                recs = dtls_records(d)
+                for rec in recs:
                     if rec["type"] == 23 and rec["epoch"] == 1:
                         last_app = rec
+                    if rec["type"] == 22 and rec["epoch"] == 0 and rec["body"][:1] == b"\x01":
+                        self.client_hellos += 1
+                if (self.injected is None and is_final_flight(d)
+                        and self.client_final_dropped < self.opts.get("drop_client_final", 0)
+                        and any(r["type"] == 22 and r["epoch"] == 0 and r["body"][:1] == b"\x10" for r in recs)):
+                    # lose the client's first ClientKeyExchange..Finished flight(s): the server
+                    # must retransmit its own flight from its buffer
+                    self.client_final_dropped += 1
+                    self.dropping_final = True
+                    continue
+                if getattr(self, "dropping_final", False) and is_final_flight(d) and not any(
+                        r["type"] == 22 and r["epoch"] == 0 and r["body"][:1] == b"\x10" for r in recs):
+                    continue  # the rest of the same (lost) flight
+                self.dropping_final = False
                 self.back.send(d)
             if self.back in r:
                 try:
                     d = self.back.recv(70000)
                 except ConnectionRefusedError:
                     continue
+                self.retx.server_datagram(d)
+                if self.opts.get("drop_server_flight") and self.client_hellos < 2 and any(
+                        r["type"] == 22 and r["epoch"] == 0 for r in dtls_records(d)):
+                    continue  # lose the server's first flight: the client retransmits its ClientHello
                 if self.injected is None and last_app is not None and any(
                         rec["type"] == 23 and rec["epoch"] == 1 for rec in dtls_records(d)):
                     st = {"last_app": last_app, "client": self.client_dgrams,
@@ -974,8 +1063,8 @@ class Mitm(threading.Thread):
         self.back.close()
 
 
-def run_dtls_case(args, server_port, prof, inject):
-    m = Mitm(server_port, inject)
+def run_dtls_case(args, server_port, prof, inject, opts=None):
+    m = Mitm(server_port, inject, opts)
     m.start()
     try:
         r = subprocess.run([args.dtls_client, "--port", str(m.port), "--cipher", prof["cipher"], "--wait-ms", "600"],
@@ -993,6 +1082,9 @@ def run_dtls_case(args, server_port, prof, inject):
         raise Failure("parity_dtls_client printed no result (exit %d): %s %s"
                       % (r.returncode, out, r.stderr.decode(errors="replace")))
     obs["injected"] = m.injected is not None
+    if opts:
+        # what the server retransmitted must equal what it sent first
+        obs["retransmission"] = m.retx.verdict()
     if obs.get("handshake") == "ok" and not obs["injected"]:
         raise Failure("the man in the middle never injected (no echo of ping-1 seen)")
     return obs
@@ -1051,7 +1143,8 @@ def cmd_run(args):
         cert, key = certs[prof["cert"]]
         extra = ["--cert", cert, "--key", key]
         if group == "dtls12":
-            extra += ["--cipher", prof["cipher"], "--idle-ms", "1500"] + (["--no-etm"] if prof.get("no_etm") else [])
+            extra += ["--cipher", prof["cipher"], "--idle-ms", "4000" if prof.get("handshake_loss") else "1500"]
+            extra += (["--no-etm"] if prof.get("no_etm") else []) + (["--mtu", str(prof["mtu"])] if prof.get("mtu") else [])
         else:
             extra += prof["server"] + ["--idle-ms", "4000"]
         proto = "dtls" if group == "dtls12" else "tls"
@@ -1072,7 +1165,7 @@ def cmd_run(args):
                         if srv.proc.poll() is not None:
                             srv.start()  # a crashed server is reported once, then replaced
                         if group == "dtls12":
-                            peer = run_dtls_case(args, srv.port, prof, case[1])
+                            peer = run_dtls_case(args, srv.port, prof, case[1], case[2] if len(case) > 2 else None)
                             peer.pop("injected", None)
                         else:
                             peer = run_tls_case(srv.port, prof, case)

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     s = SSL_new(ctx);
     SSL_set_bio(s, b, b);
 
-    deadline = now_ms() + 3000;
+    deadline = now_ms() + 12000;
     while ((ret = SSL_connect(s)) != 1) {
         err = SSL_get_error(s, ret);
         if (err != SSL_ERROR_WANT_READ || now_ms() > deadline)

@@ -13,7 +13,7 @@
  *
  *   parity_server --proto tls|dtls --cert F --key F [--cert2 F --key2 F]
  *                 [--cipher LIST] [--suites LIST] [--min 1.2|1.3] [--max 1.2|1.3]
- *                 [--no-etm] [--count N] [--idle-ms N]
+ *                 [--no-etm] [--count N] [--idle-ms N] [--mtu N (DTLS)]
  *
  * First line on stdout: {"event":"start","port":P,"libssl":"<path>",...}
  * where libssl is the libssl.so.3 that /proc/self/maps shows really mapped.
@@ -147,6 +147,7 @@ struct cfg {
     int no_etm;
     int count;
     int idle_ms;
+    int mtu;
 };
 
 static int parse_version(const char *s, int dtls)
@@ -253,6 +254,11 @@ static void serve(SSL_CTX *ctx, const struct cfg *c, int fd, int n)
         SSL_set_fd(s, fd);
     }
     set_rcvtimeo(fd, c->idle_ms);
+    if (c->dtls && c->mtu > 0) {
+        /* a small path MTU: the server's flight goes out in many fragments */
+        SSL_set_options(s, SSL_OP_NO_QUERY_MTU);
+        DTLS_set_link_mtu(s, c->mtu);
+    }
 
     ret = SSL_accept(s);
     if (ret != 1) {
@@ -373,6 +379,8 @@ int main(int argc, char **argv)
             c.count = atoi(v);
         else if (strcmp(k, "--idle-ms") == 0)
             c.idle_ms = atoi(v);
+        else if (strcmp(k, "--mtu") == 0)
+            c.mtu = atoi(v);
         else {
             fprintf(stderr, "parity_server: unknown option %s\n", k);
             return 2;
