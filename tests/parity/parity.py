@@ -922,6 +922,11 @@ def dtls_cases(prof):
         ("oversized_record", lambda st: [dtls_rec(23, 1, nxt(st), rnd("dtls-big", 2 ** 14 + 2048 + 1))]),
         ("two_records_short_then_dup", lambda st: [dtls_rec(23, 1, nxt(st), rnd("dtls-2", 5)) + last_app(st)["raw"]]),
         ("empty_datagram", lambda st: [b""]),
+        # records of the next epoch are buffered (bounded) until the epoch changes
+        ("next_epoch_flood_150", lambda st: [dtls_rec(23, 2, nxt(st, k), rnd("dtls-fl-%d" % k, 1000))
+                                             for k in range(150)]),
+        ("next_epoch_flood_big", lambda st: [dtls_rec(22, 2, nxt(st, k), rnd("dtls-flb-%d" % k, 2 ** 14))
+                                             for k in range(40)]),
     ]
     return cases
 
