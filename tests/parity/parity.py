@@ -195,6 +195,8 @@ class Server:
             if self.unordered:
                 env["UTLS_MODE"] = "unordered,tap"
         cmd = [self.args.server, "--proto", self.proto, "--count", str(self.count)] + self.extra
+        if HOLE and self.proto == "tls":
+            cmd = HOLE.server_prefix() + cmd + ["--bind", HOLE.SERVER_ADDR]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         line = self.proc.stdout.readline()
         if not line:
@@ -259,7 +261,8 @@ class Peer:
     def __init__(self, port, prof, hook=None):
         from tlslite.api import TLSConnection, HandshakeSettings
         self.prof = prof
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.port = port
+        self.sock = socket.create_connection((HOLE.SERVER_ADDR if HOLE else "127.0.0.1", port), timeout=5)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.conn = TLSConnection(self.sock)
         st = HandshakeSettings()
@@ -448,6 +451,83 @@ class Peer:
             pass
 
 
+class HoleNet:
+    """Two network namespaces joined by a veth pair: the peer (this process) in one, the
+    servers in the other. Before each hostile input the peer sends one filler record whose
+    first transmission an nftables rule in the peer's namespace drops once, so that the
+    hostile records reach the server *past a hole*: the fork's unordered path (the tap)
+    sees them before TCP's in-order stream does. The same for both libraries."""
+
+    CLIENT_ADDR, SERVER_ADDR = "10.79.0.1", "10.79.0.2"
+
+    def __init__(self):
+        tag = "par%d" % os.getpid()
+        self.ns_c, self.ns_s = tag + "c", tag + "s"
+        self.made = 0
+        for cmd in (["ip", "netns", "add", self.ns_c], ["ip", "netns", "add", self.ns_s],
+                    ["ip", "link", "add", "vc", "netns", self.ns_c, "type", "veth", "peer", "name", "vs",
+                     "netns", self.ns_s],
+                    ["ip", "-n", self.ns_c, "addr", "add", self.CLIENT_ADDR + "/30", "dev", "vc"],
+                    ["ip", "-n", self.ns_s, "addr", "add", self.SERVER_ADDR + "/30", "dev", "vs"],
+                    ["ip", "-n", self.ns_c, "link", "set", "vc", "up"],
+                    ["ip", "-n", self.ns_s, "link", "set", "vs", "up"],
+                    ["ip", "-n", self.ns_c, "link", "set", "lo", "up"],
+                    ["ip", "-n", self.ns_s, "link", "set", "lo", "up"],
+                    # the hole must last: no SACK (no fast recovery on one segment), and a
+                    # 5 ms minimum RTO instead of 200 ms, so the filler comes back by RTO soon
+                    ["ip", "netns", "exec", self.ns_c, "sysctl", "-qw", "net.ipv4.tcp_sack=0"],
+                    ["ip", "-n", self.ns_c, "route", "replace", "10.79.0.0/30", "dev", "vc", "src",
+                     self.CLIENT_ADDR, "rto_min", "5ms"]):
+            r = subprocess.run(cmd, capture_output=True)
+            if r.returncode != 0:
+                self.close()
+                raise Failure("%s: %s" % (" ".join(cmd), r.stderr.decode(errors="replace").strip()))
+        # this process (and the sockets it makes from now on) lives in the peer's namespace
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open("/run/netns/" + self.ns_c, os.O_RDONLY)
+        if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+            raise Failure("setns: errno %d" % ctypes.get_errno())
+        os.close(fd)
+
+    def server_prefix(self):
+        return ["ip", "netns", "exec", self.ns_s]
+
+    def arm(self, port, header):
+        """Drop the first segment to `port` whose payload starts with `header` (5 bytes). The quota
+        lets through the retransmission: the filler's segment (800-900 bytes) fits under 1200
+        bytes once, not twice (a quota stops matching once the bytes it counted reach it)."""
+        rules = ("table inet parity_hole\ndelete table inet parity_hole\n"
+                 "table inet parity_hole {\n chain out {\n  type filter hook output priority 0;\n"
+                 "  tcp dport %d @ih,0,40 0x%s quota until 1200 bytes counter drop\n }\n}\n" % (port, header.hex()))
+        r = subprocess.run(["nft", "-f", "-"], input=rules.encode(), capture_output=True)
+        if r.returncode != 0:
+            raise Failure("nft: %s" % r.stderr.decode(errors="replace"))
+
+    def dropped(self):
+        r = subprocess.run(["nft", "list", "table", "inet", "parity_hole"], capture_output=True)
+        out = r.stdout.decode()
+        return "packets 1 " in out
+
+    def close(self):
+        for ns in (self.ns_c, self.ns_s):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+HOLE = None  # the HoleNet of an --unordered TLS run
+
+
+def wait_acked(sock, timeout=2.0):
+    """Until every byte we sent is acknowledged (the hole was filled), from TCP_INFO."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+        if struct.unpack_from("I", info, 24)[0] == 0:  # tcpi_unacked
+            return True
+        time.sleep(0.002)
+    return False
+
+
 def rnd(case, n):
     """Deterministic bytes: the same for both libraries."""
     r = random.Random(case)
@@ -490,7 +570,18 @@ def run_tls_case(port, prof, case):
         if obs["baseline"] != "echo":
             return obs
         try:
+            if HOLE:
+                filler = peer.app_record(23, b"F" * 777)
+                HOLE.arm(peer.port, filler[:5])
+                peer.raw(filler)
+                time.sleep(0.001)  # the filler goes out alone, as its own segment
             case["act"](peer)
+            if HOLE:
+                # the hostile records went out past the hole; wait until TCP filled it
+                wait_acked(peer.sock)
+                if not HOLE.dropped():
+                    raise Failure("%s: the filler record was not dropped: no hole" % case["name"])
+                HOLE.made += 1
             peer.send_app(SURVIVE)
         except (ConnectionResetError, BrokenPipeError):
             obs["send"] = "reset"
@@ -1129,10 +1220,26 @@ def cmd_run(args):
         return 77
     group = args.group
     certs = make_certs(args)
-    rep = Report(group + ("_unordered" if args.unordered else ""))
+    rep = Report(group + ("_unordered" if args.unordered else "") + ("_hole" if args.hole else ""))
     libs = ("system", "fork")
     log("parity %s: system=%s fork=%s%s" % (group, args.system, args.fork,
                                              " UTLS_MODE=unordered,tap" if args.unordered else ""))
+    global HOLE
+    if args.hole:
+        if not args.unordered or group not in ("tls12_aead", "tls12_cbc", "tls13"):
+            raise Failure("--hole is for --unordered runs of tls12_aead, tls12_cbc and tls13")
+        HOLE = HoleNet()
+        log("  hole network: namespaces %s (peer) and %s (servers); a filler record before each hostile "
+            "input is dropped once" % (HOLE.ns_c, HOLE.ns_s))
+    try:
+        return run_group(args, group, rep, libs, certs, t0)
+    finally:
+        if HOLE:
+            HOLE.close()
+
+
+def run_group(args, group, rep, libs, certs, t0):
+    ooo_seen = [0, 0]  # fork connections with the unordered path active; of them, ones that scanned past a hole
     if group == "dtls12":
         profiles = dtls_profiles()
     else:
@@ -1179,6 +1286,10 @@ def cmd_run(args):
                             raise Failure("%s: encrypt-then-MAC negotiated=%s with the system library, expected %s"
                                           % (full, peer.get("etm"), prof["expect_etm"]))
                         check_mode(sobs, lib, args.unordered, proto)
+                        if lib == "fork" and sobs and sobs.get("mode", {}).get("unordered") and proto == "tls":
+                            ooo_seen[0] += 1
+                            if sobs["mode"].get("tap_fragments", 0) or sobs["mode"].get("fragments", 0):
+                                ooo_seen[1] += 1
                         if lib == "fork" and sobs and "mode" in sobs and prof["name"] not in modes_seen:
                             modes_seen.add(prof["name"])
                             log("  fork's own report (%s/%s): %s" % (prof["name"], cname, json.dumps(sobs["mode"])))
@@ -1203,6 +1314,12 @@ def cmd_run(args):
                 s.stop()
     rep.table()
     log("%s: runtime %.1f s" % (rep.group, time.monotonic() - t0))
+    if HOLE:
+        log("%s: %d holes made; the fork's unordered path saw fragments past a hole in %d of %d connections"
+            % (rep.group, HOLE.made, ooo_seen[1], ooo_seen[0]))
+        if HOLE.made and not ooo_seen[1]:
+            log("FAIL: the fork never saw a fragment past a hole: the tap is not working")
+            return 1
     if args.expect_diff:
         # self-test: a deliberately different "fork" side must be caught
         if rep.ok():
@@ -1259,6 +1376,9 @@ def main():
     ap.add_argument("cmd", choices=["setup", "selftest", "run"])
     ap.add_argument("--group", choices=["tls12_aead", "tls12_cbc", "tls13", "handshake", "dtls12"])
     ap.add_argument("--unordered", action="store_true")
+    ap.add_argument("--hole", action="store_true",
+                    help="--unordered through two network namespaces, each hostile input past a TCP hole "
+                         "(root; run it under flock -o /tmp/utls-net.lock)")
     ap.add_argument("--only", help="run only the cases whose profile/name contains this")
     ap.add_argument("--perturb", help="self-test: extra parity_server options for the fork side only")
     ap.add_argument("--expect-diff", action="store_true", help="self-test: succeed only if differences are found")

@@ -13,7 +13,7 @@
  *
  *   parity_server --proto tls|dtls --cert F --key F [--cert2 F --key2 F]
  *                 [--cipher LIST] [--suites LIST] [--min 1.2|1.3] [--max 1.2|1.3]
- *                 [--no-etm] [--count N] [--idle-ms N] [--mtu N (DTLS)]
+ *                 [--no-etm] [--count N] [--idle-ms N] [--mtu N (DTLS)] [--bind IPv4 (TLS)]
  *
  * First line on stdout: {"event":"start","port":P,"libssl":"<path>",...}
  * where libssl is the libssl.so.3 that /proc/self/maps shows really mapped.
@@ -148,6 +148,7 @@ struct cfg {
     int count;
     int idle_ms;
     int mtu;
+    const char *bind_addr;
 };
 
 static int parse_version(const char *s, int dtls)
@@ -202,6 +203,9 @@ static SSL_CTX *make_ctx(const struct cfg *c)
 /* What the fork reports about its own mode (absent on the system library). */
 static void fork_mode(SSL *s, char *out, size_t cap)
 {
+    typedef int (*tap_fn)(BIO *, UTLS_TAP_STATS *);
+    tap_fn tap_stats = (tap_fn)dlsym(RTLD_DEFAULT, "UTLS_BIO_tap_get_stats");
+    UTLS_TAP_STATS ts;
     typedef int (*stats_fn)(const SSL *, UTLS_STATS *);
     typedef const char *(*fb_fn)(UTLS_FALLBACK);
     stats_fn get_stats = (stats_fn)dlsym(RTLD_DEFAULT, "UTLS_get_stats");
@@ -213,9 +217,17 @@ static void fork_mode(SSL *s, char *out, size_t cap)
         return;
     }
     memset(&stats, 0, sizeof(stats));
+    memset(&ts, 0, sizeof(ts));
     get_stats(s, &stats);
-    snprintf(out, cap, "{\"fork\":true,\"unordered\":%s,\"fallback\":",
-             (SSL_get_mode(s) & SSL_MODE_UNORDERED) ? "true" : "false");
+    if (tap_stats != NULL && SSL_get_rbio(s) != NULL)
+        tap_stats(SSL_get_rbio(s), &ts); /* 0 (and zeros) when the read BIO is no tap */
+    snprintf(out, cap, "{\"fork\":true,\"unordered\":%s,\"tap_packets\":%llu,\"tap_fragments\":%llu,"
+             "\"fragments\":%llu,\"headers_found\":%llu,"
+             "\"soft_failures\":%llu,\"records_out_of_order\":%llu,\"fallback\":",
+             (SSL_get_mode(s) & SSL_MODE_UNORDERED) ? "true" : "false",
+             (unsigned long long)ts.packets, (unsigned long long)ts.fragments,
+             (unsigned long long)stats.fragments, (unsigned long long)stats.headers_found,
+             (unsigned long long)stats.soft_failures, (unsigned long long)stats.records_out_of_order);
     jcat(out, cap, fb_string != NULL && fb_string(stats.fallback) != NULL ? fb_string(stats.fallback) : "?");
     strncat(out, "}", cap - strlen(out) - 1);
 }
@@ -381,6 +393,8 @@ int main(int argc, char **argv)
             c.idle_ms = atoi(v);
         else if (strcmp(k, "--mtu") == 0)
             c.mtu = atoi(v);
+        else if (strcmp(k, "--bind") == 0)
+            c.bind_addr = v;
         else {
             fprintf(stderr, "parity_server: unknown option %s\n", k);
             return 2;
@@ -403,6 +417,10 @@ int main(int argc, char **argv)
         memset(&a, 0, sizeof(a));
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (c.bind_addr != NULL && inet_pton(AF_INET, c.bind_addr, &a.sin_addr) != 1) {
+            fprintf(stderr, "parity_server: bad --bind %s\n", c.bind_addr);
+            return 2;
+        }
         if (bind(lfd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(lfd, 16) != 0) {
             perror("parity_server: listen");
             return 2;
