@@ -633,6 +633,14 @@ def tls_profiles(group):
                       cert="rsa", tlslite_version=v12, tlslite_ciphers=["aes128gcm"], explicit_nonce=8, tag=16))
         P.append(dict(name="tls13", kind="tls13", server=["--min", "1.3", "--suites", "TLS_AES_128_GCM_SHA256"],
                       cert="rsa", tlslite_version=v13, tlslite_ciphers=["aes128gcm"], tag=16))
+        # a server whose blocking socket has a receive timeout (SO_RCVTIMEO) of 300 ms
+        # and a peer that stays silent longer: the read must give up as stock's does
+        P.append(dict(name="tls12_so_rcvtimeo", kind="aead", idle_ms=300,
+                      server=["--max", "1.2", "--cipher", "ECDHE-RSA-AES128-GCM-SHA256"],
+                      cert="rsa", tlslite_version=v12, tlslite_ciphers=["aes128gcm"], explicit_nonce=8, tag=16))
+        P.append(dict(name="tls13_so_rcvtimeo", kind="tls13", idle_ms=300,
+                      server=["--min", "1.3", "--suites", "TLS_AES_128_GCM_SHA256"],
+                      cert="rsa", tlslite_version=v13, tlslite_ciphers=["aes128gcm"], tag=16))
     return P
 
 
@@ -855,6 +863,8 @@ def split_hook(htype, plan, version=None):
 def handshake_cases(prof):
     tls13 = prof["kind"] == "tls13"
     cases = []
+    if prof.get("idle_ms"):
+        return [C("peer_silent_past_so_rcvtimeo", lambda p: time.sleep(3 * prof["idle_ms"] / 1000.0))]
 
     def hs(name, htype, plan, version=None):
         cases.append(C(name, hook=split_hook(htype, plan, version), after_hs_only=True))
@@ -1258,7 +1268,7 @@ def run_group(args, group, rep, libs, certs, t0):
             extra += ["--cipher", prof["cipher"], "--idle-ms", "4000" if prof.get("handshake_loss") else "1500"]
             extra += (["--no-etm"] if prof.get("no_etm") else []) + (["--mtu", str(prof["mtu"])] if prof.get("mtu") else [])
         else:
-            extra += prof["server"] + ["--idle-ms", "4000"]
+            extra += prof["server"] + ["--idle-ms", str(prof.get("idle_ms", 4000))]
         proto = "dtls" if group == "dtls12" else "tls"
         servers = {lib: Server(args, lib, proto, extra + (args.perturb.split() if lib == "fork" and args.perturb else []),
                                len(cases), args.unordered) for lib in libs}
@@ -1286,6 +1296,8 @@ def run_group(args, group, rep, libs, certs, t0):
                             raise Failure("%s: encrypt-then-MAC negotiated=%s with the system library, expected %s"
                                           % (full, peer.get("etm"), prof["expect_etm"]))
                         check_mode(sobs, lib, args.unordered, proto)
+                        if os.environ.get("PARITY_DEBUG"):
+                            log("  debug %s %s: peer=%s server=%s" % (full, lib, json.dumps(peer), json.dumps(sobs)))
                         if lib == "fork" and sobs and sobs.get("mode", {}).get("unordered") and proto == "tls":
                             ooo_seen[0] += 1
                             if sobs["mode"].get("tap_fragments", 0) or sobs["mode"].get("fragments", 0):
