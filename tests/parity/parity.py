@@ -452,36 +452,42 @@ class Peer:
 
 
 class HoleNet:
-    """Two network namespaces joined by a veth pair: the peer (this process) in one, the
-    servers in the other. Before each hostile input the peer sends one filler record whose
-    first transmission an nftables rule in the peer's namespace drops once, so that the
-    hostile records reach the server *past a hole*: the fork's unordered path (the tap)
-    sees them before TCP's in-order stream does. The same for both libraries."""
+    """Three network namespaces: the peer (this process), a router, the servers. Before each
+    hostile input the peer sends one filler record whose first transmission an nftables rule
+    in the router drops once, so that the hostile records reach the server *past a hole*: the
+    fork's unordered path (the tap) sees them before TCP's in-order stream does. A drop in the
+    router, not at the peer: a packet that the sender's own host drops is reported to its TCP,
+    which then sends it again before anything behind it, so no hole would form. The same for
+    both libraries."""
 
-    CLIENT_ADDR, SERVER_ADDR = "10.79.0.1", "10.79.0.2"
+    CLIENT_ADDR, SERVER_ADDR = "10.79.1.2", "10.79.2.2"
 
     def __init__(self):
         tag = "par%d" % os.getpid()
-        self.ns_c, self.ns_s = tag + "c", tag + "s"
+        self.ns_c, self.ns_r, self.ns_s = tag + "c", tag + "r", tag + "s"
         self.made = 0
-        for cmd in (["ip", "netns", "add", self.ns_c], ["ip", "netns", "add", self.ns_s],
-                    ["ip", "link", "add", "vc", "netns", self.ns_c, "type", "veth", "peer", "name", "vs",
-                     "netns", self.ns_s],
-                    ["ip", "-n", self.ns_c, "addr", "add", self.CLIENT_ADDR + "/30", "dev", "vc"],
-                    ["ip", "-n", self.ns_s, "addr", "add", self.SERVER_ADDR + "/30", "dev", "vs"],
-                    ["ip", "-n", self.ns_c, "link", "set", "vc", "up"],
-                    ["ip", "-n", self.ns_s, "link", "set", "vs", "up"],
-                    ["ip", "-n", self.ns_c, "link", "set", "lo", "up"],
-                    ["ip", "-n", self.ns_s, "link", "set", "lo", "up"],
-                    # the hole must last: no SACK (no fast recovery on one segment), and a
-                    # 5 ms minimum RTO instead of 200 ms, so the filler comes back by RTO soon
-                    ["ip", "netns", "exec", self.ns_c, "sysctl", "-qw", "net.ipv4.tcp_sack=0"],
-                    ["ip", "-n", self.ns_c, "route", "replace", "10.79.0.0/30", "dev", "vc", "src",
-                     self.CLIENT_ADDR, "rto_min", "5ms"]):
-            r = subprocess.run(cmd, capture_output=True)
-            if r.returncode != 0:
+        c, r, sv = self.ns_c, self.ns_r, self.ns_s
+        cmds = [["ip", "netns", "add", c], ["ip", "netns", "add", r], ["ip", "netns", "add", sv],
+                ["ip", "link", "add", "vc", "netns", c, "type", "veth", "peer", "name", "rc", "netns", r],
+                ["ip", "link", "add", "vs", "netns", sv, "type", "veth", "peer", "name", "rs", "netns", r],
+                ["ip", "-n", c, "addr", "add", "10.79.1.2/24", "dev", "vc"],
+                ["ip", "-n", r, "addr", "add", "10.79.1.1/24", "dev", "rc"],
+                ["ip", "-n", r, "addr", "add", "10.79.2.1/24", "dev", "rs"],
+                ["ip", "-n", sv, "addr", "add", "10.79.2.2/24", "dev", "vs"]]
+        for ns, dev in ((c, "vc"), (r, "rc"), (r, "rs"), (sv, "vs"), (c, "lo"), (r, "lo"), (sv, "lo")):
+            cmds.append(["ip", "-n", ns, "link", "set", dev, "up"])
+        cmds += [["ip", "-n", c, "route", "add", "default", "via", "10.79.1.1"],
+                 ["ip", "-n", sv, "route", "add", "default", "via", "10.79.2.1"],
+                 ["ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
+                 # the hole must last: no SACK (no fast recovery on one segment), and a
+                 # 5 ms minimum RTO instead of 200 ms, so the filler comes back by RTO soon
+                 ["ip", "netns", "exec", c, "sysctl", "-qw", "net.ipv4.tcp_sack=0"],
+                 ["ip", "-n", c, "route", "replace", "default", "via", "10.79.1.1", "rto_min", "5ms"]]
+        for cmd in cmds:
+            res = subprocess.run(cmd, capture_output=True)
+            if res.returncode != 0:
                 self.close()
-                raise Failure("%s: %s" % (" ".join(cmd), r.stderr.decode(errors="replace").strip()))
+                raise Failure("%s: %s" % (" ".join(cmd), res.stderr.decode(errors="replace").strip()))
         # this process (and the sockets it makes from now on) lives in the peer's namespace
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -498,19 +504,21 @@ class HoleNet:
         lets through the retransmission: the filler's segment (800-900 bytes) fits under 1200
         bytes once, not twice (a quota stops matching once the bytes it counted reach it)."""
         rules = ("table inet parity_hole\ndelete table inet parity_hole\n"
-                 "table inet parity_hole {\n chain out {\n  type filter hook output priority 0;\n"
+                 "table inet parity_hole {\n chain fwd {\n  type filter hook forward priority 0;\n"
                  "  tcp dport %d @ih,0,40 0x%s quota until 1200 bytes counter drop\n }\n}\n" % (port, header.hex()))
-        r = subprocess.run(["nft", "-f", "-"], input=rules.encode(), capture_output=True)
+        r = subprocess.run(["ip", "netns", "exec", self.ns_r, "nft", "-f", "-"], input=rules.encode(),
+                           capture_output=True)
         if r.returncode != 0:
             raise Failure("nft: %s" % r.stderr.decode(errors="replace"))
 
     def dropped(self):
-        r = subprocess.run(["nft", "list", "table", "inet", "parity_hole"], capture_output=True)
+        r = subprocess.run(["ip", "netns", "exec", self.ns_r, "nft", "list", "table", "inet", "parity_hole"],
+                           capture_output=True)
         out = r.stdout.decode()
         return "packets 1 " in out
 
     def close(self):
-        for ns in (self.ns_c, self.ns_s):
+        for ns in (self.ns_c, self.ns_r, self.ns_s):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
@@ -1239,8 +1247,8 @@ def cmd_run(args):
         if not args.unordered or group not in ("tls12_aead", "tls12_cbc", "tls13"):
             raise Failure("--hole is for --unordered runs of tls12_aead, tls12_cbc and tls13")
         HOLE = HoleNet()
-        log("  hole network: namespaces %s (peer) and %s (servers); a filler record before each hostile "
-            "input is dropped once" % (HOLE.ns_c, HOLE.ns_s))
+        log("  hole network: namespaces %s (peer), %s (router), %s (servers); a filler record before each "
+            "hostile input is dropped once in the router" % (HOLE.ns_c, HOLE.ns_r, HOLE.ns_s))
     try:
         return run_group(args, group, rep, libs, certs, t0)
     finally:
