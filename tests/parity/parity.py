@@ -504,7 +504,7 @@ class HoleNet:
         lets through the retransmission: the filler's segment (800-900 bytes) fits under 1200
         bytes once, not twice (a quota stops matching once the bytes it counted reach it)."""
         rules = ("table inet parity_hole\ndelete table inet parity_hole\n"
-                 "table inet parity_hole {\n chain fwd {\n  type filter hook forward priority 0;\n"
+                 "table inet parity_hole {\n chain hole {\n  type filter hook forward priority 0;\n"
                  "  tcp dport %d @ih,0,40 0x%s quota until 1200 bytes counter drop\n }\n}\n" % (port, header.hex()))
         r = subprocess.run(["ip", "netns", "exec", self.ns_r, "nft", "-f", "-"], input=rules.encode(),
                            capture_output=True)
