@@ -4,11 +4,15 @@
 Commands (see README.md beside this file):
   setup                      create the tlslite-ng venv under the build dir (a failure FAILS)
   selftest                   the comparator must see differences (unit test of compare())
-  run --group G [--unordered] [--only SUBSTR] [--list]
+  run --group G [--unordered [--hole]] [--only SUBSTR]
                              run group G (tls12_aead, tls12_cbc, tls13, handshake, dtls12)
                              against the system libssl and the fork (LD_PRELOAD), the fork
                              with UTLS_MODE=unordered,tap when --unordered (root only, else
-                             exit 77 = skipped); any difference FAILS.
+                             exit 77 = skipped), each hostile input past a TCP hole with
+                             --hole (three network namespaces; take /tmp/utls-net.lock);
+                             any difference FAILS.
+  self-tests of run: --perturb OPTS --expect-diff (a fork side that really differs must
+                             fail), --null (the system library on both sides must agree).
 
 Each case drives the same hostile peer against both libraries: tlslite-ng (an independent
 TLS implementation) completes a handshake and then writes hand-made records to the socket;
