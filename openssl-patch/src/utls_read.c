@@ -1420,10 +1420,27 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
     return 1;
 }
 
+/*
+ * interleaved_handshake: RFC 8446 5.1: "Handshake messages MUST NOT be
+ * interleaved with other record types." While part of a handshake message's
+ * header waits in the record layer, stock ssl3_read_bytes() ends the
+ * connection at the next non-handshake record (unexpected_message,
+ * SSL_R_MIXED_HANDSHAKE_AND_NON_HANDSHAKE_DATA). A record that was already
+ * delivered out of order must reach that check too, not be skipped past it:
+ * the skip paths leave such a record to the stock code.
+ */
+static int interleaved_handshake(const SSL *s, int type)
+{
+    return type != SSL3_RT_HANDSHAKE && s->rlayer.handshake_fragment_len > 0 && SSL_IS_TLS13(s);
+}
+
 UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c = s->utls;
     uint64_t seq;
+
+    if (interleaved_handshake(s, rr->type))
+        return 1; /* ssl3_read_bytes() fails the connection next, as stock does */
 
     /*
      * The common case takes a few lines: an application record in order,
@@ -1486,7 +1503,9 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
     uint64_t seq;
     size_t i;
 
-    if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || rr->rec_version == SSL2_VERSION)
+    /* Only application data is ever delivered out of order (c->ahead). */
+    if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || rr->rec_version == SSL2_VERSION
+        || interleaved_handshake(s, SSL3_RT_APPLICATION_DATA))
         return 0;
     seq = utls_inorder_seq(s);
     i = seqset_lower(&c->ahead, seq);
@@ -1549,7 +1568,7 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
         || c->ahead.n == 0 || !c->ooo_possible || !c->offset_known
         || (s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern_rx || s->enc_read_ctx == NULL
         || rr->rec_version == SSL2_VERSION || rr->type != SSL3_RT_APPLICATION_DATA
-        || rr->length == 0
+        || rr->length == 0 || interleaved_handshake(s, SSL3_RT_APPLICATION_DATA)
         || RECORD_LAYER_get_packet_length(&s->rlayer) != SSL3_RT_HEADER_LENGTH
         || SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer)) != 0)
         return 0;

@@ -762,6 +762,21 @@ static int tap_free(BIO *b)
     return 1;
 }
 
+/*
+ * tap_rcvtimeo_deadline_ns: when a blocking read of |sock| would give up, as
+ * the kernel's recv() does under SO_RCVTIMEO; 0 when it waits for ever.
+ */
+static uint64_t tap_rcvtimeo_deadline_ns(int sock)
+{
+    struct timeval tv;
+    socklen_t tl = sizeof(tv);
+
+    if (getsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, &tl) != 0
+        || (tv.tv_sec == 0 && tv.tv_usec == 0))
+        return 0;
+    return utls_now_ns() + (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+}
+
 static int tap_read(BIO *b, char *out, int outl)
 {
     tap_ctx *t = BIO_get_data(b);
@@ -779,21 +794,37 @@ static int tap_read(BIO *b, char *out, int outl)
              * A blocking socket: wait for in-order bytes or for captured
              * segments, whichever comes first, so that a record that became
              * whole past a hole is not held behind the hole (the lock-out of
-             * the uTLS report, 7.1, in the other direction).
+             * the uTLS report, 7.1, in the other direction). A receive
+             * timeout on the socket (SO_RCVTIMEO) ends the wait as it ends
+             * recv(): EAGAIN, and SSL_read() says SSL_ERROR_WANT_READ.
              */
+            uint64_t deadline = tap_rcvtimeo_deadline_ns(t->sock);
+
             for (;;) {
                 struct pollfd p[2] = {{.fd = t->sock, .events = POLLIN},
                                       {.fd = t->pfd, .events = POLLIN}};
+                int wait_ms = -1, n;
 
                 if (utls_segstore_num_events(t->cap) > 0) {
                     t->woke = 1;
                     BIO_set_retry_read(b);
                     return -1;
                 }
-                if (poll(p, 2, -1) < 0) {
+                if (deadline != 0) {
+                    uint64_t now = utls_now_ns();
+
+                    wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999999u) / 1000000u);
+                }
+                n = poll(p, 2, wait_ms);
+                if (n < 0) {
                     if (errno == EINTR)
                         continue;
                     break;
+                }
+                if (n == 0) {
+                    errno = EAGAIN;
+                    BIO_set_retry_read(b);
+                    return -1;
                 }
                 if (p[1].revents != 0)
                     tap_drain(t);
