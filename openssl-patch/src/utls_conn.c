@@ -15,48 +15,10 @@
 static CRYPTO_ONCE utls_err_once = CRYPTO_ONCE_STATIC_INIT;
 static int utls_err_lib = 0;
 
+/* The texts come from the one table of reasons, lib/reasons.txt (tools/mkerr.py). */
 static ERR_STRING_DATA utls_reason_strings[] = {
     {0, "uTLS"}, /* the library name; its code is filled in at load time */
-    {UTLS_R_BUFFER_TOO_SMALL, "record larger than the read buffer (nothing was consumed)"},
-    {UTLS_R_NOT_A_SEGMENT_BIO, "not a uTLS segment BIO"},
-    {UTLS_R_OUTSIDE_WINDOW, "segment lies beyond the receive window"},
-    {UTLS_R_BAD_UTCP_UNIT, "uTCP unit shorter than its 5-byte header"},
-    {UTLS_R_INVALID_LIMITS, "invalid uTLS limits"},
-    {UTLS_R_OFFSET_WRAPS, "stream offset plus length wraps past 2^64"},
-    {UTLS_R_SCHED_MESSAGE_TOO_LARGE, "message larger than one record's payload (the scheduler never splits)"},
-    {UTLS_R_SCHED_QUEUE_FULL, "send scheduler queue full"},
-    {UTLS_R_SCHED_BAD_DEPENDENCY, "dependency is not an earlier message the scheduler knows"},
-    {UTLS_R_SCHED_NO_CLOCK, "playout time on a sub-stream without a clock rate"},
-    {UTLS_R_SCHED_BAD_MESSAGE, "invalid scheduler message (empty, or unknown flags)"},
-    {UTLS_R_SCHED_INVALID_CONFIG, "invalid send scheduler configuration"},
-    {UTLS_R_SCHED_TCP_INFO, "TCP socket option call failed (not a TCP socket?)"},
-    {UTLS_R_STREAM_NOT_ENABLED, "sub-streams are not enabled (UTLS_stream_enable)"},
-    {UTLS_R_STREAM_BAD_HEADER, "malformed sub-stream header (truncated, or a non-minimal varint)"},
-    {UTLS_R_STREAM_BAD_VERSION, "unknown sub-stream header format (does the peer use sub-streams?)"},
-    {UTLS_R_STREAM_BAD_ID, "sub-stream id out of range"},
-    {UTLS_R_STREAM_BAD_SEQ, "sub-stream sequence number out of range (it would wrap)"},
-    {UTLS_R_STREAM_DUPLICATE, "duplicate sub-stream sequence number"},
-    {UTLS_R_STREAM_GAP, "the peer skipped a sub-stream sequence number"},
-    {UTLS_R_STREAM_LIMIT, "sub-stream reorder limit reached (too many held, or too far ahead)"},
-    {UTLS_R_STREAM_MESSAGE_TOO_LARGE, "sub-stream message larger than one record's payload"},
-    {UTLS_R_STREAM_SEQ_EXHAUSTED, "sub-stream sequence numbers exhausted"},
-    {UTLS_R_STREAM_FAILED, "the sub-stream layer failed earlier (see the first error)"},
-    {UTLS_R_STREAM_BUSY, "sub-stream layer busy (messages held, or a write to repeat)"},
-    {UTLS_R_ERN_NOT_ON, "explicit record numbers are not on in this direction"},
-    {UTLS_R_ERN_BAD_ARGUMENT, "empty or oversized record content, or output buffer too small"},
-    {UTLS_R_ERN_WINDOW, "record number would leave UTLS_ERN_REORDER_WINDOW"},
-    {UTLS_R_ERN_NOT_SEALED, "not a sealed, unwritten record (written or dropped already?)"},
-    {UTLS_R_ERN_WRITE_PENDING, "another write is pending: complete it first"},
-    {UTLS_R_ERN_SEALED_PENDING, "sealed records are not yet written: write or drop them first"},
-    {UTLS_R_ERN_STALE, "the write key or sequence changed since sealing: sealed records void"},
-    {UTLS_R_ERN_REPLAY, "the peer sent a record number it had sent before (replay)"},
-    {UTLS_R_ERN_OUT_OF_WINDOW, "the peer's record number is outside the reorder window"},
-    {UTLS_R_ERN_DROP_LAST, "the most recently sealed record cannot be dropped: write it"},
-    {UTLS_R_ERN_HANDSHAKE_DUE, "a KeyUpdate or handshake message is owed: write or drop the "
-                               "sealed records first"},
-    {UTLS_R_UCOBS_TOO_LARGE, "uCOBS datagram larger than UTLS_UCOBS_MAX_DATAGRAM"},
-    {UTLS_R_UCOBS_BUFFER_TOO_SMALL, "uCOBS datagram larger than the buffer (it stays queued)"},
-    {UTLS_R_UCOBS_SYSCALL, "uCOBS socket call failed"},
+#include "../../lib/common/utls_reasons.inc"
     {0, NULL}};
 
 static void utls_err_load(void)

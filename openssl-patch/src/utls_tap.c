@@ -576,8 +576,15 @@ int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
         return 0;
     k.lport = ntohs(k.family == AF_INET ? ((struct sockaddr_in *)&l)->sin_port
                                         : ((struct sockaddr_in6 *)&l)->sin6_port);
-    /* The SYN-ACK to our port carries the peer's ISN. */
+    /*
+     * The SYN-ACK to our port carries the peer's ISN. Without the tap (no
+     * CAP_NET_RAW) the connection is still made and runs in order: that is a
+     * success, so the tap's error does not stay on the queue (UTLS_BIO_new_tap
+     * reports it when the tap is asked for).
+     */
+    ERR_set_mark();
     pfd = tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN | TCP_FLAG_ACK, NULL);
+    ERR_pop_to_mark();
     r = connect(fd, sa, addrlen);
     if (r != 0 && errno == EINPROGRESS) {
         struct pollfd p = {.fd = fd, .events = POLLOUT};
