@@ -199,7 +199,7 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
 /*
  * UTLS_ern_write_sealed writes the sealed record |rec| (|len| bytes, as
  * UTLS_ern_seal() gave it) to the connection. Returns 1 when all of it was
- * written; 0 or -1 when the BIO took only part or none (SSL_get_error():
+ * written; 0 when the BIO took only part or none (SSL_get_error():
  * SSL_ERROR_WANT_WRITE; call again with the same record before anything
  * else is written) or on an error: UTLS_R_ERN_NOT_SEALED (never sealed, or
  * already written or dropped: a record is written at most once),

@@ -897,7 +897,7 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
 write:
     r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern_flush_buf, len, &written);
     if (r <= 0)
-        return r; /* SSL_get_error(): retry with the same record */
+        return 0; /* SSL_get_error(): retry with the same record */
     c->ern_wpending = 0;
     OPENSSL_cleanse(&c->ern_slot[slot], sizeof(c->ern_slot[slot]));
     c->ern_num_sealed--;

@@ -100,6 +100,7 @@ int UTLS_ucobs_send(int fd, const void *dgram, size_t len)
     }
     bound = utls_ucobs_frame_bound(len);
     if (bound > sizeof(stack_frame) && (frame = OPENSSL_malloc(bound)) == NULL) {
+        ERR_raise(ERR_LIB_SSL, ERR_R_MALLOC_FAILURE);
         errno = ENOMEM;
         return 0;
     }
