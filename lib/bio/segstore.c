@@ -19,7 +19,8 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 
-#include "utls_local.h"
+#include "common/utls_common.h"
+#include "bio/utls_bio.h"
 
 /* The default receive window: a large TCP receive buffer. Segments beyond it
  * are refused (TCP would drop them; the sender retransmits). */

@@ -34,7 +34,8 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 
-#include "utls_local.h"
+#include "common/utls_common.h"
+#include "bio/utls_bio.h"
 
 /*
  * The ring: 64 blocks of 128 KiB. A block holds at least one 64 KiB GRO

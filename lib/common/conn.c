@@ -8,11 +8,13 @@
 
 #include <openssl/err.h>
 
-#include "utls_local.h"
+#include "common/utls_conn.h"
+#include "glue/utls_glue.h"
 
 /* --- Errors -------------------------------------------------------------- */
 
 static CRYPTO_ONCE utls_err_once = CRYPTO_ONCE_STATIC_INIT;
+
 static int utls_err_lib = 0;
 
 static ERR_STRING_DATA utls_reason_strings[] = {
@@ -136,35 +138,6 @@ int UTLS_set_limits(SSL *s, const UTLS_LIMITS *limits)
     return 1;
 }
 
-int UTLS_get_limits(const SSL *s, UTLS_LIMITS *out_limits)
-{
-    if (s == NULL || out_limits == NULL)
-        return 0;
-    if (s->utls != NULL)
-        *out_limits = s->utls->limits;
-    else
-        UTLS_limits_default(out_limits);
-    return 1;
-}
-
-/* --- Connection state ---------------------------------------------------- */
-
-/* utls_conn_get returns |s|'s uTLS state, creating it on first use. */
-utls_conn *utls_conn_get(SSL *s)
-{
-    utls_conn *c = s->utls;
-
-    if (c != NULL)
-        return c;
-    c = OPENSSL_zalloc(sizeof(*c));
-    if (c == NULL)
-        return NULL;
-    UTLS_limits_default(&c->limits);
-    c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
-    s->utls = c;
-    return c;
-}
-
 static void utls_ready_clear(utls_conn *c)
 {
     size_t i;
@@ -222,8 +195,8 @@ void utls_conn_clear(utls_conn *c)
     utls_ooo_reset(c);
     utls_ready_clear(c);
     OPENSSL_free(c->ready);
-    OPENSSL_free(c->ahead.mem); /* the seqsets' arrays (utls_read.c) */
-    OPENSSL_free(c->next_ahead.mem);
+    utls_seqset_free(&c->ahead); /* the seqsets' arrays (core/src/seqset.c) */
+    utls_seqset_free(&c->next_ahead);
     utls_seqpred_free(c->pred_next);
     EVP_CIPHER_CTX_free(c->probe_ctx);
     EVP_CIPHER_CTX_free(c->next_ctx);
@@ -239,23 +212,6 @@ void utls_conn_clear(utls_conn *c)
     memset(c, 0, sizeof(*c));
     c->limits = limits;
     c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
-}
-
-/* --- Statistics ---------------------------------------------------------- */
-
-int UTLS_get_stats(const SSL *s, UTLS_STATS *out_stats)
-{
-    if (s == NULL || out_stats == NULL)
-        return 0;
-    if (s->utls != NULL) {
-        *out_stats = s->utls->stats;
-    } else {
-        memset(out_stats, 0, sizeof(*out_stats));
-        out_stats->fallback = UTLS_FALLBACK_HANDSHAKE; /* nothing read yet */
-    }
-    if ((s->mode & SSL_MODE_UNORDERED) == 0)
-        out_stats->fallback = UTLS_FALLBACK_NOT_ENABLED;
-    return 1;
 }
 
 const char *UTLS_fallback_string(UTLS_FALLBACK reason)

@@ -36,7 +36,7 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
-#include "utls_local.h"
+#include "glue_local.h"
 
 /* One copy of the big-endian helpers for the fork: the provider's. */
 #include "utls-provider/be64.h"

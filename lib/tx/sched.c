@@ -23,7 +23,8 @@
 #include <openssl/ssl.h>
 #include <openssl/utls.h>
 
-#include "utls_local.h"
+#include "common/utls_conn.h"
+#include "glue/utls_glue.h"
 
 /* Defaults (UTLS_sched_config_default). */
 /* Queued messages: bounds the per-message bookkeeping and the O(n) sweeps
@@ -971,11 +972,11 @@ size_t UTLS_sched_max_message(const UTLS_SCHED *sch)
      * or split_send_fragment when pipelining may split a write. RFC 8446 5.1: "The length MUST NOT
      * exceed 2^14 bytes."
      */
-    max = ssl_get_max_send_fragment(sch->ssl);
+    max = utls_max_send_fragment(sch->ssl);
     /* Explicit record numbers, once switched on, take bytes of every record. */
     max -= utls_hook_write_overhead(sch->ssl);
-    if (sch->ssl->max_pipelines > 1) {
-        size_t split = ssl_get_split_send_fragment(sch->ssl);
+    if (utls_max_pipelines(sch->ssl) > 1) {
+        size_t split = utls_split_send_fragment(sch->ssl);
 
         if (split < max) {
             max = split;

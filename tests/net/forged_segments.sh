@@ -165,7 +165,7 @@ check(0 <= probes <= hdrs * ppr,
 # A generous ceiling (a quarter of one core over the 8 s transfer); measured
 # ~0.1 s. Unbounded probing (64 per forged header) would cost far more.
 CPU_MAX_MS = 2000
-BURST = 256  # UTLS_PROBE_BUDGET_BURST (openssl-patch/src/utls_local.h)
+BURST = 256  # UTLS_PROBE_BUDGET_BURST (lib/common/utls_common.h)
 bound = BURST + t.get("payload_bytes", 0) * ppk / 1024
 check(probes <= bound,
       "probe work bounded: probes %d <= %d + tap payload %d B x %d/KiB = %.0f "

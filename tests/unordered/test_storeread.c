@@ -42,7 +42,7 @@
 
 #include "uharness.h"
 
-/* BIO controls of the fragment sources (utls_local.h, internal to libssl). */
+/* BIO controls of the fragment sources (lib/bio/utls_bio.h, internal to libssl). */
 #define CTRL_READ_OFFSET 0x7575
 #define CTRL_DISCARD 0x7579
 typedef struct {

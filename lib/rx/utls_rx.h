@@ -1,0 +1,70 @@
+/*
+ * The receive path past a hole (lib/rx/): the ready queue, the candidates
+ * (scan, predict, probe), the chain fast path and the pump that feeds them
+ * from the read BIO. Each takes the SSL only to hand it on to the glue
+ * (lib/glue/utls_glue.h); none reads its fields.
+ */
+#ifndef UTLS_LIB_RX_H
+#define UTLS_LIB_RX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "utls/reasm.h"
+#include "utls/scan.h"
+#include "bio/utls_bio.h"
+
+typedef struct utls_conn_st utls_conn;
+
+typedef struct {
+    uint64_t seq;
+    uint32_t gen;
+    uint64_t offset;
+    size_t wire_len;
+    uint64_t arrival_ns;
+    size_t len;
+    unsigned char *data; /* plaintext, inside |buf| */
+    unsigned char *buf;  /* the allocation |data| points into, owned */
+    uint64_t store_epoch; /* see utls_seqset.epoch */
+    int buf_is_scratch;  /* |buf| is a UTLS_SCRATCH_LEN buffer (a former
+                          * probe buffer), reusable as one */
+} utls_ready_record;
+
+/* Sequence numbers in the predictor are shifted by one, so that the virtual
+ * anchor that marks the start of a key generation can carry "seq -1". */
+#define PRED_SEQ(seq) ((seq) + 1)
+
+/* ready.c: verified records waiting to be read, sorted by (gen, seq). */
+int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq);
+void utls_ready_remove(utls_conn *c, size_t i);
+void utls_ready_add_verified(utls_conn *c, uint64_t seq, uint32_t gen, uint64_t offset,
+                             size_t wire_len, uint64_t arrival_ns, const unsigned char *pt,
+                             size_t pt_len);
+void utls_ready_info(utls_conn *c, const utls_ready_record *r);
+int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r);
+int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
+                            size_t *readbytes, int *out_ret);
+
+/* candidates.c: a plausible header past a hole, tried under its likely
+ * sequence numbers. */
+void utls_ooo_sync(utls_conn *c);
+int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit, const utls_reasm_run *run,
+                    uint64_t arrival_ns, size_t *allowance);
+void utls_failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent);
+int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns);
+
+/* chain.c: the fast path past a verified record, and a run of new bytes. */
+void utls_chain_sync(utls_conn *c);
+void utls_chain_set(utls_conn *c, uint64_t offset, size_t wire_len, uint64_t seq);
+void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns);
+
+/* pump.c: fragments from the read BIO into the stores. */
+void utls_forget_bio(utls_conn *c);
+int utls_bio_quiet(SSL *s, utls_conn *c);
+int utls_store_refresh(SSL *s, utls_conn *c);
+uint64_t utls_store_epoch(const utls_conn *c);
+void utls_pump(SSL *s, utls_conn *c);
+
+#endif
