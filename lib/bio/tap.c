@@ -185,7 +185,8 @@ UTLS_TAP_LISTENER *UTLS_tap_listen(int listen_fd)
     if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
         return NULL;
     /* A SYN without ACK to the listening port, from anyone. */
-    if ((l->pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN, NULL)) < 0) {
+    if ((l->pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN, NULL))
+        < 0) {
         OPENSSL_free(l);
         return NULL;
     }
@@ -307,7 +308,8 @@ int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
     k.lport = ntohs(k.family == AF_INET ? ((struct sockaddr_in *)&l)->sin_port
                                         : ((struct sockaddr_in6 *)&l)->sin6_port);
     /* The SYN-ACK to our port carries the peer's ISN. */
-    pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN | TCP_FLAG_ACK, NULL);
+    pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN | TCP_FLAG_ACK,
+                               NULL);
     r = connect(fd, sa, addrlen);
     if (r != 0 && errno == EINPROGRESS) {
         struct pollfd p = {.fd = fd, .events = POLLOUT};

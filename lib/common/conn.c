@@ -143,19 +143,19 @@ static void utls_ready_clear(utls_conn *c)
     size_t i;
 
     /* Rare: always wipe. */
-    for (i = 0; i < c->num_ready; i++) {
-        OPENSSL_cleanse(c->ready[i].data, c->ready[i].len);
-        OPENSSL_free(c->ready[i].buf);
+    for (i = 0; i < c->ready.num; i++) {
+        OPENSSL_cleanse(c->ready.rec[i].data, c->ready.rec[i].len);
+        OPENSSL_free(c->ready.rec[i].buf);
     }
-    c->num_ready = 0;
-    if (c->partial_active) {
-        OPENSSL_cleanse(c->partial.data, c->partial.len);
-        OPENSSL_free(c->partial.buf);
+    c->ready.num = 0;
+    if (c->ready.partial_active) {
+        OPENSSL_cleanse(c->ready.partial.data, c->ready.partial.len);
+        OPENSSL_free(c->ready.partial.buf);
     }
-    c->partial_active = 0;
-    for (i = 0; i < c->num_spare; i++)
-        OPENSSL_clear_free(c->spare[i], UTLS_SCRATCH_LEN);
-    c->num_spare = 0;
+    c->ready.partial_active = 0;
+    for (i = 0; i < c->ready.num_spare; i++)
+        OPENSSL_clear_free(c->ready.spare[i], UTLS_SCRATCH_LEN);
+    c->ready.num_spare = 0;
 }
 
 /*
@@ -194,19 +194,19 @@ void utls_conn_clear(utls_conn *c)
     limits = c->limits;
     utls_ooo_reset(c);
     utls_ready_clear(c);
-    OPENSSL_free(c->ready);
+    OPENSSL_free(c->ready.rec);
     utls_seqset_free(&c->ahead); /* the seqsets' arrays (core/src/seqset.c) */
     utls_seqset_free(&c->next_ahead);
     utls_seqpred_free(c->pred_next);
-    EVP_CIPHER_CTX_free(c->probe_ctx);
+    EVP_CIPHER_CTX_free(c->probe.ctx);
     EVP_CIPHER_CTX_free(c->next_ctx);
     OPENSSL_cleanse(c->next_iv, sizeof(c->next_iv));
-    utls_ern_keys_clear(&c->ern_cur);
-    utls_ern_keys_clear(&c->ern_next);
-    OPENSSL_cleanse(c->ern12_rx_key, sizeof(c->ern12_rx_key));
-    OPENSSL_cleanse(c->ern12_rx_iv, sizeof(c->ern12_rx_iv));
-    utls_aead_search_free(c->search);
-    OPENSSL_free(c->search_out);
+    utls_ern_keys_clear(&c->ern.cur);
+    utls_ern_keys_clear(&c->ern.next);
+    OPENSSL_cleanse(c->ern.tls12_rx_key, sizeof(c->ern.tls12_rx_key));
+    OPENSSL_cleanse(c->ern.tls12_rx_iv, sizeof(c->ern.tls12_rx_iv));
+    utls_aead_search_free(c->probe.search);
+    OPENSSL_free(c->probe.search_out);
     if (c->scratch != NULL)
         OPENSSL_clear_free(c->scratch, UTLS_SCRATCH_LEN);
     memset(c, 0, sizeof(*c));

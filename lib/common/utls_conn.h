@@ -21,6 +21,7 @@
 #include "bio/utls_bio.h"
 #include "ern/utls_ern.h"
 #include "rx/utls_rx.h"
+#include "glue/utls_glue.h"
 
 struct utls_conn_st {
     /* First: the patched record code reads it in place (utls_hooks.h). */
@@ -50,10 +51,6 @@ struct utls_conn_st {
     uint64_t gen_start_offset;  /* first record of gen */
     int ooo_possible;
     int tls13, aead, explicit_nonce;
-    /* A failed tag check of the read cipher pushes nothing onto OpenSSL's
-     * error queue (TLS 1.3 AES-GCM of the default provider), so a probe
-     * needs no error-queue mark (utls_probe). */
-    int probe_quiet_failure;
 
     /* The out-of-order side. |store| is where fragments past a hole are read
      * from: the read BIO's own store when it shares one (|store_shared|,
@@ -65,53 +62,8 @@ struct utls_conn_st {
     int store_shared;
     utls_scan *scan;
     utls_seqpred *pred;
-    /*
-     * The chain fast path (utls_chain_run). Past a record of the current key
-     * that verified out of order, the next record's header is at |chain_off|
-     * and its number is |chain_seq|: when bytes arriving at the end of the
-     * run complete that record, it is verified with that one candidate, with
-     * no scan, no candidate ranking and no interval bookkeeping. The scanner
-     * knows of the records verified below |chain_synced|; those in
-     * [chain_synced, chain_off) were verified by the fast path and are
-     * confirmed to it in one call (utls_chain_sync) before it is next used.
-     * |chain_min_len|..|chain_max_len| are the scan profile's length bounds.
-     */
-    int chain_valid;
-    uint64_t chain_off;
-    uint64_t chain_seq;
-    uint64_t chain_synced;
-    size_t chain_min_len, chain_max_len;
-    /* The last record the fast path verified, added to the predictor as an
-     * anchor by utls_chain_sync: the records before it in the chain add
-     * nothing (the gap between two anchors that a chain fills exactly tells
-     * the predictor no more than its two ends). */
-    utls_seqpred_record chain_anchor;
-    int chain_anchor_pending;
-    /* A private copy of the read cipher context, taken when the key is
-     * installed and reused by every probe of that key. Taken later, it could
-     * share the provider's MAC buffer with the real context: 3.0's cipher
-     * dupctx copies that pointer (CBC MAC-then-encrypt), and freeing it twice
-     * corrupts the heap. */
-    EVP_CIPHER_CTX *probe_ctx;
-    int probe_ctx_valid;
-    /* TLS 1.3 probes decrypt directly (utls_probe13): the tag length as
-     * tls13_enc() derives it from the suite (0: not a TLS 1.3 AEAD suite,
-     * probes go through tls13_enc()), whether it is AES-CCM, and the IV
-     * length of the current key's context and of the next key's. */
-    size_t probe13_taglen;
-    int probe13_ccm;
-    size_t probe13_ivlen, next_ivlen;
-    /* AES-GCM probes set the nonce and the tag with one parameter call (the
-     * invocation field under a fixed field, utls_probe13_gcm_prime): per
-     * context, UTLS_GCM_INV_UNKNOWN until the first probe of a copy tries,
-     * then UTLS_GCM_INV_READY or UTLS_GCM_INV_NO (EVP_CipherInit_ex per
-     * probe, as tls13_enc()). */
-    int probe_gcm_inv, next_gcm_inv;
-    /* AEAD candidate search through the uTLS provider (provider/), for the
-     * current TLS 1.3 AES-GCM key, when the provider is loaded; NULL
-     * otherwise (trial decryption one candidate at a time). */
-    UTLS_AEAD_SEARCH *search;
-    unsigned char *search_out;
+    utls_rx_chain chain; /* the chain fast path (lib/rx/chain.c) */
+    utls_probe_state probe; /* the probes' cipher state (lib/glue/probe.c) */
     /* The read BIO's signals, valid while s->rbio == sig_bio. */
     BIO *sig_bio;
     const utls_bio_signals *sig;
@@ -140,70 +92,14 @@ struct utls_conn_st {
     int next_seen;             /* a record verified under the next key ... */
     uint64_t next_seen_offset; /* ... at this offset: later ones are too */
     utls_seqset next_ahead; /* seqs of gen + 1 delivered out of order */
-    utls_ready_record *ready;
-    size_t num_ready;
-    /* SSL_MODE_UNORDERED_PARTIAL: the out-of-order record being returned in
-     * parts (data owned), and how much of it was returned. */
-    int partial_active;
-    utls_ready_record partial;
-    size_t partial_pos;
+    utls_ready_queue ready; /* lib/rx/ready.c */
 
     unsigned char *scratch; /* one record: header + max ciphertext */
-    /* Probe buffers given back by delivered records, for the next hand-over
-     * (see ready_add): no allocation per out-of-order record. */
-    unsigned char *spare[UTLS_MAX_SPARE_BUFS];
-    size_t num_spare;
     int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */
 
-    /* Explicit record numbers: the negotiation and both directions. */
-    int ern_tokens_ready;
-    unsigned char ern_token[3][UTLS_ERN_TOKEN_LEN];
-    int ern_offered;         /* server: the offer went out */
-    int ern_accepted;        /* client: the accept went out */
-    int ern_token_due;       /* UTLS_ERN_ACCEPT/SWITCH to send, or 0 */
-    int ern_flush_pending;   /* UTLS_ern_flush() is waiting to be retried */
-    unsigned char ern_flush_buf[1];
-    int ern_tx;              /* our application records carry numbers */
-    int ern_rx;              /* the peer's do (in order, from here on) */
-    utls_ern_keys ern_cur, ern_next;
-    /* TLS 1.2 (docs/ern.md): the offer, whether the client looked for it,
-     * and the raw AES read key and IV (secret; the key block they come from
-     * is freed at the end of the handshake) for the one-block test. */
-    unsigned char ern_offer12[UTLS_ERN_OFFER12_LEN];
-    int ern12_checked;
-    int ern12_cbc_offer_due; /* server: the next CBC explicit IV is the offer */
-    int ern12_rx_valid;
-    size_t ern12_rx_key_len;
-    unsigned char ern12_rx_key[32];
-    unsigned char ern12_rx_iv[16]; /* GCM: the 4-byte salt; CBC: the first chaining IV */
-    /* Out-of-sequence sending (UTLS_ern_seal): sealed unwritten records,
-     * slot = number mod UTLS_ERN_REORDER_WINDOW (they all lie in one window). */
-    struct {
-        int state; /* UTLS_ERN_SLOT_* */
-        uint64_t number;
-        size_t len;
-        unsigned char tail[UTLS_ERN_SEAL_TAIL]; /* the record's last bytes: its tag or MAC */
-    } ern_slot[UTLS_ERN_REORDER_WINDOW];
-    size_t ern_num_sealed;
-    int ern_sealing;          /* inside UTLS_ern_seal: do not count as written */
-    uint64_t ern_seal_next;   /* the write sequence after the last seal */
-    uint64_t ern_tx_top_next; /* highest number written under this key, + 1 */
-    int ern_wpending;         /* a sealed record is partly written */
-    uint64_t ern_wpending_number;
-    /* Receiving numbers out of sequence order: ern_rx_next is the highest
-     * number seen + 1 (the read sequence between records); bit i of
-     * ern_rx_seen is number ern_rx_next - 1 - i. */
-    int ern_rxw_valid;
-    int ern_rx_checked; /* utls_hook_ern_pre_decrypt saw the current record */
-    uint64_t ern_rx_next;
-    uint64_t ern_rx_seen;
-    /* What the last out-of-order try learnt from the record's own number
-     * (UTLS_ERN_OOO_*, utls_ern_ooo_find). */
-    int ern_ooo_verdict;
-    /* Numbers the out-of-order side matched, by stream offset, so that the
-     * in-order check and later tries of the same header test them first. */
-    utls_ern_hint ern_hint[UTLS_ERN_HINTS];
-    size_t ern_num_hints, ern_hint_next;
+    /* Explicit record numbers: the negotiation and both directions
+     * (lib/ern/utls_ern.h). */
+    utls_ern_state ern;
 };
 
 /* utls_ooo_reset drops the out-of-order stores (rebuilt for the current key

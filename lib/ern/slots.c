@@ -27,16 +27,16 @@ uint64_t utls_ern_seal_low(const utls_conn *c, uint64_t dflt)
     size_t i;
 
     for (i = 0; i < UTLS_ERN_REORDER_WINDOW; i++)
-        if (c->ern_slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern_slot[i].number < low)
-            low = c->ern_slot[i].number;
+        if (c->ern.slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern.slot[i].number < low)
+            low = c->ern.slot[i].number;
     return low;
 }
 
 void utls_ern_slots_clear(utls_conn *c)
 {
-    OPENSSL_cleanse(c->ern_slot, sizeof(c->ern_slot));
-    c->ern_num_sealed = 0;
-    c->ern_wpending = 0;
+    OPENSSL_cleanse(c->ern.slot, sizeof(c->ern.slot));
+    c->ern.num_sealed = 0;
+    c->ern.wpending = 0;
 }
 
 /* utls_ern_find_sealed: the slot holding sealed record |rec|, or -1. */
@@ -47,8 +47,8 @@ int utls_ern_find_sealed(const utls_conn *c, const unsigned char *rec, size_t le
     if (rec == NULL || len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL)
         return -1;
     for (i = 0; i < UTLS_ERN_REORDER_WINDOW; i++)
-        if (c->ern_slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern_slot[i].len == len
-            && memcmp(c->ern_slot[i].tail, rec + len - UTLS_ERN_SEAL_TAIL, UTLS_ERN_SEAL_TAIL)
+        if (c->ern.slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern.slot[i].len == len
+            && memcmp(c->ern.slot[i].tail, rec + len - UTLS_ERN_SEAL_TAIL, UTLS_ERN_SEAL_TAIL)
                    == 0)
             return (int)i;
     return -1;

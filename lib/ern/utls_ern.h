@@ -31,7 +31,7 @@ typedef struct utls_conn_st utls_conn;
 
 #define UTLS_GCM12_SALT_LEN 4
 #define UTLS_ERN_TOKEN_LEN 16
-#define UTLS_ERN_OFFER 0  /* index into utls_conn_st.ern_token; also "due" values: */
+#define UTLS_ERN_OFFER 0  /* index into utls_ern_state.token; also "due" values: */
 #define UTLS_ERN_ACCEPT 1 /* the client owes the server its accept */
 #define UTLS_ERN_SWITCH 2 /* the server owes the client its switch */
 #define UTLS_ERN_KIND_GCM 1
@@ -48,7 +48,7 @@ typedef struct utls_conn_st utls_conn;
 #define UTLS_ERN_SEAL_TAIL 16
 #define UTLS_ERN_SLOT_FREE 0
 #define UTLS_ERN_SLOT_SEALED 1
-/* Out of order, what a header's own number said (utls_conn_st.ern_ooo_verdict):
+/* Out of order, what a header's own number said (utls_ern_state.ooo_verdict):
  * nothing (no number matched: tried as before), a number of the key tried
  * matched (no other key generation is tried), or it matched and the record
  * is settled (verified, or left to the in-order path): not retried. */
@@ -95,6 +95,59 @@ typedef struct {
     unsigned char key[32]; /* ChaCha20 only */
     unsigned char iv[12];
 } utls_ern_keys;
+
+/* The per-connection state of explicit record numbers: the negotiation and
+ * both directions (utls_conn_st.ern). */
+typedef struct {
+    int tokens_ready;
+    unsigned char token[3][UTLS_ERN_TOKEN_LEN];
+    int offered;         /* server: the offer went out */
+    int accepted;        /* client: the accept went out */
+    int token_due;       /* UTLS_ERN_ACCEPT/SWITCH to send, or 0 */
+    int flush_pending;   /* UTLS_ern_flush() is waiting to be retried */
+    unsigned char flush_buf[1];
+    int tx;              /* our application records carry numbers */
+    int rx;              /* the peer's do (in order, from here on) */
+    utls_ern_keys cur, next;
+    /* TLS 1.2 (docs/ern.md): the offer, whether the client looked for it,
+     * and the raw AES read key and IV (secret; the key block they come from
+     * is freed at the end of the handshake) for the one-block test. */
+    unsigned char offer12[UTLS_ERN_OFFER12_LEN];
+    int tls12_checked;
+    int tls12_cbc_offer_due; /* server: the next CBC explicit IV is the offer */
+    int tls12_rx_valid;
+    size_t tls12_rx_key_len;
+    unsigned char tls12_rx_key[32];
+    unsigned char tls12_rx_iv[16]; /* GCM: the 4-byte salt; CBC: the first chaining IV */
+    /* Out-of-sequence sending (UTLS_ern_seal): sealed unwritten records,
+     * slot = number mod UTLS_ERN_REORDER_WINDOW (they all lie in one window). */
+    struct {
+        int state; /* UTLS_ERN_SLOT_* */
+        uint64_t number;
+        size_t len;
+        unsigned char tail[UTLS_ERN_SEAL_TAIL]; /* the record's last bytes: its tag or MAC */
+    } slot[UTLS_ERN_REORDER_WINDOW];
+    size_t num_sealed;
+    int sealing;          /* inside UTLS_ern_seal: do not count as written */
+    uint64_t seal_next;   /* the write sequence after the last seal */
+    uint64_t tx_top_next; /* highest number written under this key, + 1 */
+    int wpending;         /* a sealed record is partly written */
+    uint64_t wpending_number;
+    /* Receiving numbers out of sequence order: rx_next is the highest
+     * number seen + 1 (the read sequence between records); bit i of
+     * rx_seen is number rx_next - 1 - i. */
+    int rxw_valid;
+    int rx_checked; /* utls_hook_ern_pre_decrypt saw the current record */
+    uint64_t rx_next;
+    uint64_t rx_seen;
+    /* What the last out-of-order try learnt from the record's own number
+     * (UTLS_ERN_OOO_*, utls_ern_ooo_find). */
+    int ooo_verdict;
+    /* Numbers the out-of-order side matched, by stream offset, so that the
+     * in-order check and later tries of the same header test them first. */
+    utls_ern_hint hint[UTLS_ERN_HINTS];
+    size_t num_hints, hint_next;
+} utls_ern_state;
 
 void utls_ern_keys_clear(utls_ern_keys *k);
 int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t wire_len,

@@ -112,10 +112,10 @@ int utls_ern_inorder_seen(const utls_conn *c, uint64_t n)
 {
     uint64_t d;
 
-    if (n >= c->ern_rx_next)
+    if (n >= c->ern.rx_next)
         return 0;
-    d = c->ern_rx_next - 1 - n;
-    return d >= UTLS_ERN_REORDER_WINDOW || ((c->ern_rx_seen >> d) & 1) != 0;
+    d = c->ern.rx_next - 1 - n;
+    return d >= UTLS_ERN_REORDER_WINDOW || ((c->ern.rx_seen >> d) & 1) != 0;
 }
 
 /* utls_ern_hint_find: the number found before for the record at |offset| under
@@ -124,9 +124,9 @@ int utls_ern_hint_find(const utls_conn *c, uint64_t offset, uint64_t *out_n)
 {
     size_t i;
 
-    for (i = 0; i < c->ern_num_hints; i++)
-        if (c->ern_hint[i].offset == offset && c->ern_hint[i].gen == c->gen) {
-            *out_n = c->ern_hint[i].number;
+    for (i = 0; i < c->ern.num_hints; i++)
+        if (c->ern.hint[i].offset == offset && c->ern.hint[i].gen == c->gen) {
+            *out_n = c->ern.hint[i].number;
             return 1;
         }
     return 0;
@@ -138,18 +138,18 @@ void utls_ern_hint_add(utls_conn *c, uint64_t offset, uint64_t n)
 {
     size_t i;
 
-    for (i = 0; i < c->ern_num_hints; i++)
-        if (c->ern_hint[i].offset == offset)
+    for (i = 0; i < c->ern.num_hints; i++)
+        if (c->ern.hint[i].offset == offset)
             break;
-    if (i == c->ern_num_hints) {
-        i = c->ern_hint_next;
-        c->ern_hint_next = (c->ern_hint_next + 1) % UTLS_ERN_HINTS;
-        if (c->ern_num_hints < UTLS_ERN_HINTS)
-            c->ern_num_hints++;
+    if (i == c->ern.num_hints) {
+        i = c->ern.hint_next;
+        c->ern.hint_next = (c->ern.hint_next + 1) % UTLS_ERN_HINTS;
+        if (c->ern.num_hints < UTLS_ERN_HINTS)
+            c->ern.num_hints++;
     }
-    c->ern_hint[i].offset = offset;
-    c->ern_hint[i].number = n;
-    c->ern_hint[i].gen = c->gen;
+    c->ern.hint[i].offset = offset;
+    c->ern.hint[i].number = n;
+    c->ern.hint[i].gen = c->gen;
 }
 
 int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
@@ -162,7 +162,7 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
     /* The bitmap speaks for the current key only while the read sequence is
      * its ern_rx_next (after a KeyUpdate it is stale until the next numbered
      * record resets it). */
-    int use_seen = current && c->ern_rxw_valid && c->ern_rx_next == floor;
+    int use_seen = current && c->ern.rxw_valid && c->ern.rx_next == floor;
     /* Numbers found at other offsets, relative to |base|. */
     uint64_t taken[(UTLS_ERN_OOO_MAX_CHECKS + 63) / 64] = {0};
     uint64_t center = guess == UTLS_ERN_NO_GUESS ? 0 : guess, base, d, n;
@@ -178,10 +178,10 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
          * pins the number) is tested first.
          */
         center = floor;
-        for (i = 0; i < c->ern_num_hints; i++)
-            if (c->ern_hint[i].gen == c->gen && c->ern_hint[i].offset < offset
-                && c->ern_hint[i].number >= center)
-                center = c->ern_hint[i].number + 1;
+        for (i = 0; i < c->ern.num_hints; i++)
+            if (c->ern.hint[i].gen == c->gen && c->ern.hint[i].offset < offset
+                && c->ern.hint[i].number >= center)
+                center = c->ern.hint[i].number + 1;
         if (utls_ern_hint_find(c, offset, &n)) {
             c->stats.ern_block_checks++;
             if (utls_ern_block_matches(k, wire, wire_len, n))
@@ -189,9 +189,9 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
         }
     }
     base = center > UTLS_ERN_OOO_SPAN ? center - UTLS_ERN_OOO_SPAN : 0;
-    for (i = 0; current && i < c->ern_num_hints; i++) {
-        n = c->ern_hint[i].number;
-        if (c->ern_hint[i].gen == c->gen && c->ern_hint[i].offset != offset && n >= base
+    for (i = 0; current && i < c->ern.num_hints; i++) {
+        n = c->ern.hint[i].number;
+        if (c->ern.hint[i].gen == c->gen && c->ern.hint[i].offset != offset && n >= base
             && n - base < UTLS_ERN_OOO_MAX_CHECKS)
             taken[(n - base) / 64] |= (uint64_t)1 << ((n - base) % 64);
     }
@@ -233,26 +233,26 @@ int utls_ern_window_note(utls_conn *c, uint64_t seq)
 {
     uint64_t shift;
 
-    if (!c->ern_rx || !c->ern_rxw_valid)
+    if (!c->ern.rx || !c->ern.rxw_valid)
         return 0;
-    if (!c->ern_rx_checked) {
+    if (!c->ern.rx_checked) {
         /* Not looked at before decryption (a handshake record, or one under
          * a new key): decrypted under the counted sequence. In sequence, it
          * extends the window; otherwise numbering restarts with the next
          * record (utls_hook_ern_pre_decrypt). */
-        if (seq != c->ern_rx_next) {
-            c->ern_rxw_valid = 0;
+        if (seq != c->ern.rx_next) {
+            c->ern.rxw_valid = 0;
             return 0;
         }
     }
-    c->ern_rx_checked = 0;
-    if (seq >= c->ern_rx_next) {
-        shift = seq - c->ern_rx_next + 1;
-        c->ern_rx_seen = shift >= 64 ? 0 : c->ern_rx_seen << shift;
-        c->ern_rx_seen |= 1;
-        c->ern_rx_next = seq + 1;
-    } else if (c->ern_rx_next - 1 - seq < UTLS_ERN_REORDER_WINDOW) {
-        c->ern_rx_seen |= (uint64_t)1 << (c->ern_rx_next - 1 - seq);
+    c->ern.rx_checked = 0;
+    if (seq >= c->ern.rx_next) {
+        shift = seq - c->ern.rx_next + 1;
+        c->ern.rx_seen = shift >= 64 ? 0 : c->ern.rx_seen << shift;
+        c->ern.rx_seen |= 1;
+        c->ern.rx_next = seq + 1;
+    } else if (c->ern.rx_next - 1 - seq < UTLS_ERN_REORDER_WINDOW) {
+        c->ern.rx_seen |= (uint64_t)1 << (c->ern.rx_next - 1 - seq);
     }
     /* Between records the read sequence is to be the highest number seen
      * + 1 (the glue sets it: utls_ern_rx_done). */

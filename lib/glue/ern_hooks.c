@@ -32,7 +32,7 @@ static int ern_tokens(SSL *s, utls_conn *c)
     size_t maclen, i;
     int ok = 0;
 
-    if (c->ern_tokens_ready)
+    if (c->ern.tokens_ready)
         return 1;
     /* TLS 1.2: RFC 5705, from the master secret, which both sides hold
      * before the first record under the new keys (docs/ern.md). */
@@ -47,11 +47,11 @@ static int ern_tokens(SSL *s, utls_conn *c)
             || maclen < UTLS_ERN_TOKEN_LEN)
             goto end;
         if (i < 3)
-            memcpy(c->ern_token[i], mac, UTLS_ERN_TOKEN_LEN);
+            memcpy(c->ern.token[i], mac, UTLS_ERN_TOKEN_LEN);
         else
-            memcpy(c->ern_offer12, mac, UTLS_ERN_OFFER12_LEN); /* GCM: first 8 */
+            memcpy(c->ern.offer12, mac, UTLS_ERN_OFFER12_LEN); /* GCM: first 8 */
     }
-    c->ern_tokens_ready = 1;
+    c->ern.tokens_ready = 1;
     ok = 1;
 end:
     OPENSSL_cleanse(t, sizeof(t));
@@ -71,8 +71,8 @@ static int ern_ext_add(SSL *s, unsigned int ext_type, unsigned int context,
     if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) == 0 || !s->server
         || (c = utls_conn_get(s)) == NULL || !ern_tokens(s, c))
         return 0; /* not added: the ticket is stock */
-    c->ern_offered = 1;
-    *out = c->ern_token[UTLS_ERN_OFFER];
+    c->ern.offered = 1;
+    *out = c->ern.token[UTLS_ERN_OFFER];
     *outlen = UTLS_ERN_TOKEN_LEN;
     return 1;
 }
@@ -88,11 +88,11 @@ static int ern_ext_parse(SSL *s, unsigned int ext_type, unsigned int context,
      * that does not verify is treated as unrecognized. */
     if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) == 0 || s->server || inlen != UTLS_ERN_TOKEN_LEN
         || (c = utls_conn_get(s)) == NULL || !ern_tokens(s, c)
-        || CRYPTO_memcmp(in, c->ern_token[UTLS_ERN_OFFER], inlen) != 0)
+        || CRYPTO_memcmp(in, c->ern.token[UTLS_ERN_OFFER], inlen) != 0)
         return 1;
-    c->ern_offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
-    if (!c->ern_accepted && c->ern_token_due == 0)
-        c->ern_token_due = UTLS_ERN_ACCEPT;
+    c->ern.offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
+    if (!c->ern.accepted && c->ern.token_due == 0)
+        c->ern.token_due = UTLS_ERN_ACCEPT;
     return 1;
 }
 
@@ -154,21 +154,21 @@ int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsign
         /* The one-block test needs the raw key after the key block is gone. */
         if (key_len != 16 && key_len != 32)
             return 1;
-        memcpy(c->ern12_rx_key, key, key_len);
-        c->ern12_rx_key_len = key_len;
-        memcpy(c->ern12_rx_iv, iv, iv_len);
-        c->ern12_rx_valid = 1;
-        utls_ern_keys_clear(&c->ern_cur); /* rebuilt from this key when needed */
+        memcpy(c->ern.tls12_rx_key, key, key_len);
+        c->ern.tls12_rx_key_len = key_len;
+        memcpy(c->ern.tls12_rx_iv, iv, iv_len);
+        c->ern.tls12_rx_valid = 1;
+        utls_ern_keys_clear(&c->ern.cur); /* rebuilt from this key when needed */
         return 1;
     }
     /* The server's offer, once per connection, in its first record under
      * the new write key: its Finished. */
-    if (!s->server || c->ern_offered || !ern_tokens(s, c))
+    if (!s->server || c->ern.offered || !ern_tokens(s, c))
         return 1;
     if (kind == UTLS_ERN_KIND_CBC12) {
         /* Put in place of the random explicit IV by utls_hook_tls12_cbc_iv. */
-        c->ern12_cbc_offer_due = 1;
-        c->ern_offered = 1;
+        c->ern.tls12_cbc_offer_due = 1;
+        c->ern.offered = 1;
         return 1;
     }
     /*
@@ -178,12 +178,12 @@ int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsign
      * (docs/ern.md, "Nonce uniqueness").
      */
     memcpy(nonce, iv, UTLS_GCM12_SALT_LEN);
-    memcpy(nonce + UTLS_GCM12_SALT_LEN, c->ern_offer12, UTLS_GCM12_EXPLICIT_LEN);
+    memcpy(nonce + UTLS_GCM12_SALT_LEN, c->ern.offer12, UTLS_GCM12_EXPLICIT_LEN);
     /* -1: the whole IV (salt || explicit start), as the provider documents
      * for EVP_CTRL_AEAD_SET_IV_FIXED. */
     if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, nonce) <= 0)
         goto end;
-    c->ern_offered = 1;
+    c->ern.offered = 1;
     ok = 1;
 end:
     OPENSSL_cleanse(nonce, sizeof(nonce));
@@ -194,12 +194,12 @@ void utls_hook_tls12_cbc_iv(SSL *s, unsigned char *iv, size_t iv_len)
 {
     utls_conn *c = s->utls;
 
-    if (c == NULL || !c->ern12_cbc_offer_due || iv_len != UTLS_ERN_OFFER12_LEN)
+    if (c == NULL || !c->ern.tls12_cbc_offer_due || iv_len != UTLS_ERN_OFFER12_LEN)
         return;
     /* The IV block is encrypted under the chaining IV like all the others,
      * so the wire shows E(offer XOR chaining IV): as random as before. */
-    memcpy(iv, c->ern_offer12, UTLS_ERN_OFFER12_LEN);
-    c->ern12_cbc_offer_due = 0;
+    memcpy(iv, c->ern.offer12, UTLS_ERN_OFFER12_LEN);
+    c->ern.tls12_cbc_offer_due = 0;
 }
 
 /*
@@ -210,19 +210,19 @@ void utls_hook_tls12_cbc_iv(SSL *s, unsigned char *iv, size_t iv_len)
 static int cbc_first_iv_block(SSL *s, const utls_conn *c, const unsigned char *c0,
                               unsigned char out[16])
 {
-    EVP_CIPHER *blk = EVP_CIPHER_fetch(s->ctx->libctx,
-                                       c->ern12_rx_key_len == 32 ? "AES-256-ECB" : "AES-128-ECB",
-                                       s->ctx->propq);
+    EVP_CIPHER *blk = EVP_CIPHER_fetch(
+        s->ctx->libctx, c->ern.tls12_rx_key_len == 32 ? "AES-256-ECB" : "AES-128-ECB",
+        s->ctx->propq);
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     int outl, i, ok = 0;
 
-    if (blk == NULL || ctx == NULL || !c->ern12_rx_valid
-        || EVP_DecryptInit_ex(ctx, blk, NULL, c->ern12_rx_key, NULL) <= 0
+    if (blk == NULL || ctx == NULL || !c->ern.tls12_rx_valid
+        || EVP_DecryptInit_ex(ctx, blk, NULL, c->ern.tls12_rx_key, NULL) <= 0
         || EVP_CIPHER_CTX_set_padding(ctx, 0) <= 0
         || EVP_DecryptUpdate(ctx, out, &outl, c0, 16) <= 0 || outl != 16)
         goto end;
     for (i = 0; i < 16; i++)
-        out[i] ^= c->ern12_rx_iv[i];
+        out[i] ^= c->ern.tls12_rx_iv[i];
     ok = 1;
 end:
     EVP_CIPHER_CTX_free(ctx);
@@ -238,19 +238,19 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
 
     if (s->server || rr->type != SSL3_RT_HANDSHAKE
         || (kind = tls12_kind(s, s->enc_read_ctx)) == 0 || (c = utls_conn_get(s)) == NULL
-        || c->ern12_checked)
+        || c->ern.tls12_checked)
         return;
     /* Only the first record under the read key (sequence number 0, counted
      * by decryption already): the server's Finished. */
     if (utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
         return;
-    c->ern12_checked = 1;
+    c->ern.tls12_checked = 1;
     if (!ern_tokens(s, c))
         return;
     if (kind == UTLS_ERN_KIND_GCM12) {
         /* The provider decrypted in place after the explicit nonce, which
          * it leaves as received, just before the plaintext. */
-        seen = CRYPTO_memcmp(rr->data - UTLS_GCM12_EXPLICIT_LEN, c->ern_offer12,
+        seen = CRYPTO_memcmp(rr->data - UTLS_GCM12_EXPLICIT_LEN, c->ern.offer12,
                              UTLS_GCM12_EXPLICIT_LEN) == 0;
     } else {
         /*
@@ -260,16 +260,16 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
          * (decrypted here). Either form matching is the offer; a random IV
          * matches one of them with probability 2^-127.
          */
-        seen = CRYPTO_memcmp(rr->data - 16, c->ern_offer12, 16) == 0
+        seen = CRYPTO_memcmp(rr->data - 16, c->ern.offer12, 16) == 0
                || (cbc_first_iv_block(s, c, rr->data - 16, iv_pt)
-                   && CRYPTO_memcmp(iv_pt, c->ern_offer12, 16) == 0);
+                   && CRYPTO_memcmp(iv_pt, c->ern.offer12, 16) == 0);
         OPENSSL_cleanse(iv_pt, sizeof(iv_pt));
     }
     if (!seen)
         return; /* a legacy server: its nonce or IV was random */
-    c->ern_offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
-    if (!c->ern_accepted && c->ern_token_due == 0)
-        c->ern_token_due = UTLS_ERN_ACCEPT;
+    c->ern.offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
+    if (!c->ern.accepted && c->ern.token_due == 0)
+        c->ern.token_due = UTLS_ERN_ACCEPT;
 }
 
 /* --- Sending ----------------------------------------------------------------- */
@@ -281,11 +281,11 @@ int utls_hook_write_bytes(SSL *s)
     /* Nothing to send on its own: an owed accept or switch travels in front
      * of the next application record (utls_hook_write_prefix), so that the
      * record count on the wire is what stock OpenSSL would send. */
-    if (c != NULL && (c->ern_num_sealed > 0 || c->ern_wpending)) {
+    if (c != NULL && (c->ern.num_sealed > 0 || c->ern.wpending)) {
         /* Its record would take a number above the sealed ones and the
          * write buffer may hold a partly written sealed record. */
         utls_raise(UTLS_R_ERN_SEALED_PENDING, "%zu sealed records unwritten",
-                   c->ern_num_sealed);
+                   c->ern.num_sealed);
         return -1;
     }
     return 1;
@@ -297,9 +297,9 @@ size_t utls_hook_write_overhead(SSL *s)
 
     if (c == NULL)
         return 0;
-    if (c->ern_token_due != 0)
+    if (c->ern.token_due != 0)
         return UTLS_ERN_TOKEN_LEN + UTLS_ERN_LEN;
-    return c->ern_tx ? UTLS_ERN_LEN : 0;
+    return c->ern.tx ? UTLS_ERN_LEN : 0;
 }
 
 int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *out_len)
@@ -311,25 +311,25 @@ int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *
     *out_len = 0;
     if (c == NULL || type != SSL3_RT_APPLICATION_DATA || SSL_in_init(s))
         return 1;
-    if (c->ern_token_due != 0) {
+    if (c->ern.token_due != 0) {
         /* The switch point: this record starts with the owed message, and
          * from this record on every record carries its number. */
-        if (!WPACKET_memcpy(pkt, c->ern_token[c->ern_token_due], UTLS_ERN_TOKEN_LEN))
+        if (!WPACKET_memcpy(pkt, c->ern.token[c->ern.token_due], UTLS_ERN_TOKEN_LEN))
             return 0;
         *out_len += UTLS_ERN_TOKEN_LEN;
-        if (c->ern_token_due == UTLS_ERN_ACCEPT)
-            c->ern_accepted = 1;
-        c->ern_token_due = 0;
-        c->ern_tx = 1;
+        if (c->ern.token_due == UTLS_ERN_ACCEPT)
+            c->ern.accepted = 1;
+        c->ern.token_due = 0;
+        c->ern.tx = 1;
     }
-    if (!c->ern_tx)
+    if (!c->ern.tx)
         return 1;
     /* The number the record is encrypted under: this record's sequence. */
     utls_store_be64(ern, utls_load_be64(seq) + pipe);
     if (!WPACKET_memcpy(pkt, ern, sizeof(ern)))
         return 0;
-    if (!c->ern_sealing) /* written now, in sequence (UTLS_ern_seal: later) */
-        c->ern_tx_top_next = utls_load_be64(seq) + pipe + 1;
+    if (!c->ern.sealing) /* written now, in sequence (UTLS_ern_seal: later) */
+        c->ern.tx_top_next = utls_load_be64(seq) + pipe + 1;
     *out_len += sizeof(ern);
     c->stats.ern_records_sent++;
     return 1;
@@ -343,17 +343,17 @@ int UTLS_ern_flush(SSL *s)
 
     if (s == NULL || (c = s->utls) == NULL)
         return 1;
-    if (c->ern_flush_pending) {
+    if (c->ern.flush_pending) {
         /* A flush that could not be written at once: same buffer, same length. */
-        r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern_flush_buf, 0, &written);
+        r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern.flush_buf, 0, &written);
     } else {
-        if (c->ern_token_due == 0 || SSL_in_init(s) || s->rlayer.wbuf[0].left != 0)
+        if (c->ern.token_due == 0 || SSL_in_init(s) || s->rlayer.wbuf[0].left != 0)
             return 1;
         /* An application record with no content: just the owed message and
          * the record's number. */
-        r = do_ssl3_write(s, SSL3_RT_APPLICATION_DATA, c->ern_flush_buf, &zero, 1, 0, &written);
+        r = do_ssl3_write(s, SSL3_RT_APPLICATION_DATA, c->ern.flush_buf, &zero, 1, 0, &written);
     }
-    c->ern_flush_pending = r <= 0 && SSL_want_write(s);
+    c->ern.flush_pending = r <= 0 && SSL_want_write(s);
     return r > 0;
 }
 
@@ -364,13 +364,13 @@ unsigned int UTLS_ern_status(const SSL *s)
 
     if (c == NULL)
         return 0;
-    if (c->ern_offered)
+    if (c->ern.offered)
         st |= UTLS_ERN_OFFERED;
-    if (c->ern_accepted || (s->server && c->ern_rx))
+    if (c->ern.accepted || (s->server && c->ern.rx))
         st |= UTLS_ERN_ACCEPTED;
-    if (c->ern_tx)
+    if (c->ern.tx)
         st |= UTLS_ERN_TX;
-    if (c->ern_rx)
+    if (c->ern.rx)
         st |= UTLS_ERN_RX;
     return st;
 }
@@ -380,11 +380,11 @@ unsigned int UTLS_ern_status(const SSL *s)
 /* ern_switch_token: the token that starts the peer's first numbered record. */
 static const unsigned char *ern_switch_token(SSL *s, const utls_conn *c)
 {
-    if (!c->ern_tokens_ready)
+    if (!c->ern.tokens_ready)
         return NULL;
     if (s->server)
-        return c->ern_offered ? c->ern_token[UTLS_ERN_ACCEPT] : NULL;
-    return c->ern_accepted ? c->ern_token[UTLS_ERN_SWITCH] : NULL;
+        return c->ern.offered ? c->ern.token[UTLS_ERN_ACCEPT] : NULL;
+    return c->ern.accepted ? c->ern.token[UTLS_ERN_SWITCH] : NULL;
 }
 
 int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t *len,
@@ -415,9 +415,9 @@ int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
     size_t len = rr->length;
     int r;
 
-    if (!c->ern_tokens_ready)
+    if (!c->ern.tokens_ready)
         return 1;
-    r = utls_ern_strip(s, c, &pt, &len, seq, c->ern_rx);
+    r = utls_ern_strip(s, c, &pt, &len, seq, c->ern.rx);
     if (r < 0) {
         /* A numbered record whose number is not the sequence number counted:
          * the authenticated sender lied. */
@@ -426,9 +426,9 @@ int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
     }
     if (r == 2) {
         /* The peer's switch point, in order: numbered from this record on. */
-        c->ern_rx = 1;
+        c->ern.rx = 1;
         if (s->server)
-            c->ern_token_due = UTLS_ERN_SWITCH;
+            c->ern.token_due = UTLS_ERN_SWITCH;
     }
     if (r > 0) {
         rr->data = (unsigned char *)pt;
@@ -507,13 +507,13 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
          * so no next key. */
         utls_conn *c = s->utls;
 
-        if (next || c == NULL || !c->ern12_rx_valid
+        if (next || c == NULL || !c->ern.tls12_rx_valid
             || (k->kind = tls12_kind(s, s->enc_read_ctx)) == 0)
             return 0;
-        memcpy(k->iv, c->ern12_rx_iv, UTLS_GCM12_SALT_LEN);
+        memcpy(k->iv, c->ern.tls12_rx_iv, UTLS_GCM12_SALT_LEN);
         memset(k->iv + UTLS_GCM12_SALT_LEN, 0, sizeof(k->iv) - UTLS_GCM12_SALT_LEN);
-        memcpy(key, c->ern12_rx_key, c->ern12_rx_key_len);
-        keylen = c->ern12_rx_key_len;
+        memcpy(key, c->ern.tls12_rx_key, c->ern.tls12_rx_key_len);
+        keylen = c->ern.tls12_rx_key_len;
     } else if ((k->kind = tls13_kind(ciph)) == 0
                || !utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key)) {
         goto end;
@@ -555,19 +555,19 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     utls_ern_keys *k;
     int i;
 
-    if (c == NULL || !c->ern_rx || rr->type != SSL3_RT_APPLICATION_DATA
+    if (c == NULL || !c->ern.rx || rr->type != SSL3_RT_APPLICATION_DATA
         || rr->rec_version == SSL2_VERSION)
         return 1;
     ctr = utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
-    if (!c->ern_rxw_valid || ctr != c->ern_rx_next) {
+    if (!c->ern.rxw_valid || ctr != c->ern.rx_next) {
         /* The first numbered record, or a new key: numbers restart here. */
-        c->ern_rxw_valid = 1;
-        c->ern_rx_next = ctr;
+        c->ern.rxw_valid = 1;
+        c->ern.rx_next = ctr;
         /* Every number below was taken by a record already processed. */
-        c->ern_rx_seen = ~(uint64_t)0;
+        c->ern.rx_seen = ~(uint64_t)0;
     }
-    c->ern_rx_checked = 1;
-    k = &c->ern_cur;
+    c->ern.rx_checked = 1;
+    k = &c->ern.cur;
     if (!k->valid && !utls_ern_keys_setup(s, k, 0))
         return 1; /* no test possible: in sequence order, as before */
     /* The trivial window: the sender did not reorder. One block. */
@@ -578,7 +578,7 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
      * the loop below would accept: one block instead of a search. */
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && utls_ern_hint_find(c, c->cur_offset, &n) && n != ctr
         && (n > ctr ? n - ctr < w
-                    : ctr - 1 - n < w && ((c->ern_rx_seen >> (ctr - 1 - n)) & 1) == 0)) {
+                    : ctr - 1 - n < w && ((c->ern.rx_seen >> (ctr - 1 - n)) & 1) == 0)) {
         c->stats.ern_block_checks++;
         if (utls_ern_block_matches(k, wire, wire_len, n))
             goto found;
@@ -595,7 +595,7 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
             if (utls_ern_block_matches(k, wire, wire_len, n))
                 goto found;
         }
-        if ((uint64_t)i < ctr && ((c->ern_rx_seen >> i) & 1) == 0) {
+        if ((uint64_t)i < ctr && ((c->ern.rx_seen >> i) & 1) == 0) {
             n = ctr - 1 - (uint64_t)i;
             c->stats.ern_block_checks++;
             if (utls_ern_block_matches(k, wire, wire_len, n))
@@ -605,7 +605,7 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     /* A number seen before: the same record again. Tested only now, so
      * that an honest sender never pays for it. */
     for (i = 0; i < (int)w && (uint64_t)i < ctr; i++) {
-        if (((c->ern_rx_seen >> i) & 1) == 0)
+        if (((c->ern.rx_seen >> i) & 1) == 0)
             continue;
         n = ctr - 1 - (uint64_t)i;
         if (utls_ern_block_matches(k, wire, wire_len, n)) {
@@ -645,5 +645,5 @@ outside:
 void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq)
 {
     if (utls_ern_window_note(c, seq))
-        set_read_seq(s, c->ern_rx_next);
+        set_read_seq(s, c->ern.rx_next);
 }

@@ -25,7 +25,7 @@ static utls_conn *ern_tx_usable(SSL *s)
 {
     utls_conn *c = s != NULL ? s->utls : NULL;
 
-    if (c == NULL || !c->ern_tx || c->ern_token_due != 0
+    if (c == NULL || !c->ern.tx || c->ern.token_due != 0
         || (s->wbio != NULL && BIO_get_ktls_send(s->wbio))) {
         utls_raise(UTLS_R_ERN_NOT_ON, "UTLS_ERN_TX is off (status 0x%x)",
                    s != NULL ? UTLS_ern_status(s) : 0);
@@ -51,14 +51,14 @@ static int ern_send_owed(SSL *s, utls_conn *c)
     if (s->key_update == SSL_KEY_UPDATE_NONE && s->ext.extra_tickets_expected == 0
         && !SSL_in_init(s))
         return 1;
-    if (c->ern_num_sealed > 0) {
+    if (c->ern.num_sealed > 0) {
         utls_raise(UTLS_R_ERN_HANDSHAKE_DUE, "%zu sealed records unwritten",
-                   c->ern_num_sealed);
+                   c->ern.num_sealed);
         return 0;
     }
     /* The same steps as ssl3_write_bytes() before an application record. */
     if (!SSL_in_init(s)) {
-        if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern_wpending) {
+        if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern.wpending) {
             /* Enter the state machine only with nothing half written (as
              * ssl3_write_bytes): finish the pending write first. */
             utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
@@ -111,29 +111,29 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
     }
     if (!ern_send_owed(s, c))
         return 0;
-    if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern_wpending) {
+    if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern.wpending) {
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
         return 0;
     }
     m = utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
-    if (c->ern_num_sealed == 0 && m < c->ern_tx_top_next)
-        c->ern_tx_top_next = m; /* a new key: its numbers restart at 0 */
-    if (c->ern_num_sealed > 0 && m != c->ern_seal_next) {
+    if (c->ern.num_sealed == 0 && m < c->ern.tx_top_next)
+        c->ern.tx_top_next = m; /* a new key: its numbers restart at 0 */
+    if (c->ern.num_sealed > 0 && m != c->ern.seal_next) {
         /* Something else was written after the last seal (a KeyUpdate,
          * renegotiation, an alert): the sealed records cannot be written. */
         utls_ern_slots_clear(c);
         utls_raise(UTLS_R_ERN_STALE, "write sequence %llu, sealed up to %llu",
-                   (unsigned long long)m, (unsigned long long)c->ern_seal_next);
+                   (unsigned long long)m, (unsigned long long)c->ern.seal_next);
         return 0;
     }
     if (m - utls_ern_seal_low(c, m) >= UTLS_ERN_REORDER_WINDOW
-        || m >= c->ern_tx_top_next + UTLS_ERN_REORDER_WINDOW || m == UINT64_MAX) {
+        || m >= c->ern.tx_top_next + UTLS_ERN_REORDER_WINDOW || m == UINT64_MAX) {
         utls_raise(UTLS_R_ERN_WINDOW, "number %llu: write or drop older sealed records first",
                    (unsigned long long)m);
         return 0;
     }
     slot = (size_t)(m % UTLS_ERN_REORDER_WINDOW);
-    if (c->ern_slot[slot].state != UTLS_ERN_SLOT_FREE) { /* excluded by the window */
+    if (c->ern.slot[slot].state != UTLS_ERN_SLOT_FREE) { /* excluded by the window */
         utls_raise(UTLS_R_ERN_WINDOW, "slot of %llu in use", (unsigned long long)m);
         return 0;
     }
@@ -143,9 +143,9 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
      * its CBC empty fragments). The record number goes in front of the
      * content through utls_hook_write_prefix, as for any record.
      */
-    c->ern_sealing = 1;
+    c->ern.sealing = 1;
     r = do_ssl3_write(s, SSL3_RT_APPLICATION_DATA, buf, &pipelen, 1, 1, &written);
-    c->ern_sealing = 0;
+    c->ern.sealing = 0;
     if (r <= 0)
         return 0; /* SSLfatal() already called */
     wb = &s->rlayer.wbuf[0];
@@ -157,12 +157,12 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
     memcpy(out, SSL3_BUFFER_get_buf(wb) + SSL3_BUFFER_get_offset(wb), written);
     SSL3_BUFFER_set_offset(wb, 0);
     SSL3_BUFFER_set_left(wb, 0);
-    c->ern_slot[slot].state = UTLS_ERN_SLOT_SEALED;
-    c->ern_slot[slot].number = m;
-    c->ern_slot[slot].len = written;
-    memcpy(c->ern_slot[slot].tail, out + written - UTLS_ERN_SEAL_TAIL, UTLS_ERN_SEAL_TAIL);
-    c->ern_num_sealed++;
-    c->ern_seal_next = m + 1;
+    c->ern.slot[slot].state = UTLS_ERN_SLOT_SEALED;
+    c->ern.slot[slot].number = m;
+    c->ern.slot[slot].len = written;
+    memcpy(c->ern.slot[slot].tail, out + written - UTLS_ERN_SEAL_TAIL, UTLS_ERN_SEAL_TAIL);
+    c->ern.num_sealed++;
+    c->ern.seal_next = m + 1;
     *out_len = written;
     *out_number = m;
     return 1;
@@ -179,11 +179,11 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
         return 0;
     /* Ciphertext compared with ciphertext: public bytes, memcmp is fine. */
     slot = utls_ern_find_sealed(c, rec, len);
-    if (c->ern_wpending) {
+    if (c->ern.wpending) {
         /* A partial write: only the same record may go on. */
-        if (slot < 0 || c->ern_slot[slot].number != c->ern_wpending_number) {
+        if (slot < 0 || c->ern.slot[slot].number != c->ern.wpending_number) {
             utls_raise(UTLS_R_ERN_WRITE_PENDING, "record %llu is partly written",
-                       (unsigned long long)c->ern_wpending_number);
+                       (unsigned long long)c->ern.wpending_number);
             return 0;
         }
         goto write;
@@ -196,7 +196,7 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "an SSL_write() is pending: complete it first");
         return 0;
     }
-    if (utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern_seal_next) {
+    if (utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern.seal_next) {
         /* The key changed or another record took a number: this record's
          * nonce and number belong to a state the peer has left. */
         utls_ern_slots_clear(c);
@@ -214,20 +214,20 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
     SSL3_BUFFER_set_offset(wb, 0);
     SSL3_BUFFER_set_left(wb, len);
     s->rlayer.wpend_tot = len;
-    s->rlayer.wpend_buf = c->ern_flush_buf; /* ours: SSL_write() cannot resume it */
+    s->rlayer.wpend_buf = c->ern.flush_buf; /* ours: SSL_write() cannot resume it */
     s->rlayer.wpend_type = SSL3_RT_APPLICATION_DATA;
     s->rlayer.wpend_ret = len;
-    c->ern_wpending = 1;
-    c->ern_wpending_number = c->ern_slot[slot].number;
-    if (c->ern_slot[slot].number >= c->ern_tx_top_next)
-        c->ern_tx_top_next = c->ern_slot[slot].number + 1;
+    c->ern.wpending = 1;
+    c->ern.wpending_number = c->ern.slot[slot].number;
+    if (c->ern.slot[slot].number >= c->ern.tx_top_next)
+        c->ern.tx_top_next = c->ern.slot[slot].number + 1;
 write:
-    r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern_flush_buf, len, &written);
+    r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern.flush_buf, len, &written);
     if (r <= 0)
         return r; /* SSL_get_error(): retry with the same record */
-    c->ern_wpending = 0;
-    OPENSSL_cleanse(&c->ern_slot[slot], sizeof(c->ern_slot[slot]));
-    c->ern_num_sealed--;
+    c->ern.wpending = 0;
+    OPENSSL_cleanse(&c->ern.slot[slot], sizeof(c->ern.slot[slot]));
+    c->ern.num_sealed--;
     return 1;
 }
 
@@ -238,8 +238,8 @@ int UTLS_ern_drop(SSL *s, uint64_t number)
 
     if ((c = ern_tx_usable(s)) == NULL)
         return 0;
-    if (c->ern_slot[slot].state != UTLS_ERN_SLOT_SEALED || c->ern_slot[slot].number != number
-        || (c->ern_wpending && c->ern_wpending_number == number)) {
+    if (c->ern.slot[slot].state != UTLS_ERN_SLOT_SEALED || c->ern.slot[slot].number != number
+        || (c->ern.wpending && c->ern.wpending_number == number)) {
         utls_raise(UTLS_R_ERN_NOT_SEALED, "number %llu", (unsigned long long)number);
         return 0;
     }
@@ -250,12 +250,12 @@ int UTLS_ern_drop(SSL *s, uint64_t number)
      * number after the peer's highest, the one it counts; and the next
      * number never runs ahead of the window.
      */
-    if (number + 1 == c->ern_seal_next) {
+    if (number + 1 == c->ern.seal_next) {
         utls_raise(UTLS_R_ERN_DROP_LAST, "number %llu", (unsigned long long)number);
         return 0;
     }
-    OPENSSL_cleanse(&c->ern_slot[slot], sizeof(c->ern_slot[slot]));
-    c->ern_num_sealed--;
+    OPENSSL_cleanse(&c->ern.slot[slot], sizeof(c->ern.slot[slot]));
+    c->ern.num_sealed--;
     return 1;
 }
 
@@ -263,16 +263,16 @@ size_t UTLS_ern_num_sealed(const SSL *s)
 {
     const utls_conn *c = s != NULL ? s->utls : NULL;
 
-    return c != NULL ? c->ern_num_sealed : 0;
+    return c != NULL ? c->ern.num_sealed : 0;
 }
 
 int utls_hook_no_sealed_records(SSL *s)
 {
     utls_conn *c = s->utls;
 
-    if (c == NULL || c->ern_num_sealed == 0)
+    if (c == NULL || c->ern.num_sealed == 0)
         return 1;
-    utls_raise(UTLS_R_ERN_SEALED_PENDING, "%zu sealed records unwritten", c->ern_num_sealed);
+    utls_raise(UTLS_R_ERN_SEALED_PENDING, "%zu sealed records unwritten", c->ern.num_sealed);
     return 0;
 }
 
@@ -281,8 +281,8 @@ int utls_hook_write_record_allowed(SSL *s, int type)
     utls_conn *c = s->utls;
 
     /* The sealed record being built, or nothing sealed: any record goes. */
-    if (c == NULL || c->ern_num_sealed == 0
-        || (c->ern_sealing && type == SSL3_RT_APPLICATION_DATA))
+    if (c == NULL || c->ern.num_sealed == 0
+        || (c->ern.sealing && type == SSL3_RT_APPLICATION_DATA))
         return 1;
     /*
      * Any other record (a handshake message the library answers with, an
@@ -293,6 +293,6 @@ int utls_hook_write_record_allowed(SSL *s, int type)
      * stopped, as after a partial write).
      */
     utls_raise(UTLS_R_ERN_SEALED_PENDING, "record type %d waits for %zu sealed records", type,
-               c->ern_num_sealed);
+               c->ern.num_sealed);
     return 0;
 }

@@ -146,7 +146,7 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
     if (c == NULL || s->enc_read_ctx == NULL)
         return 1;
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
-    if (c->ern_rx) /* numbers may come out of sequence order (utls_ern.c) */
+    if (c->ern.rx) /* numbers may come out of sequence order (utls_ern.c) */
         utls_ern_rx_done(s, c, seq);
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
         if (!c->post_handshake && !SSL_in_init(s))
@@ -154,7 +154,8 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
         if (utls_gen_setup(s, c))
             note_inorder_anchor(c, seq);
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
-            && (c->ern_rx ? utls_seqset_take_one(&c->ahead, seq, UTLS_ERN_REORDER_WINDOW) : utls_seqset_take(&c->ahead, seq))) {
+            && (c->ern.rx ? utls_seqset_take_one(&c->ahead, seq, UTLS_ERN_REORDER_WINDOW)
+                          : utls_seqset_take(&c->ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
             rr->length = 0;
             rr->read = 1;
@@ -171,7 +172,7 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
         if (rr->read)
             return 1; /* a negotiation message, consumed */
     }
-    if (c->num_ready > 0 && (i = utls_ready_find(c, c->gen, seq)) >= 0)
+    if (c->ready.num > 0 && (i = utls_ready_find(c, c->gen, seq)) >= 0)
         utls_ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
     note_inorder_info(s, c, rr, seq);
     return 1;
@@ -191,7 +192,7 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     if (c == NULL
         || (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE)) != SSL_MODE_UNORDERED
         || rr->type != SSL3_RT_APPLICATION_DATA || !c->offset_known || !c->post_handshake
-        || !c->gen_ready || !c->ooo_possible || c->ern_rx || s->enc_read_ctx == NULL)
+        || !c->gen_ready || !c->ooo_possible || c->ern.rx || s->enc_read_ctx == NULL)
         return record_done_full(s, rr);
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
     if (c->ahead.n > 0 && c->ahead.v[0] == seq) {
@@ -208,7 +209,7 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
         c->stats.records_skipped++;
         return 1;
     }
-    if (c->ahead.n > 0 || c->num_ready > 0)
+    if (c->ahead.n > 0 || c->ready.num > 0)
         return record_done_full(s, rr);
     note_inorder_anchor(c, seq);
     note_inorder_info(s, c, rr, seq);
@@ -304,7 +305,7 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
     if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0 || s->max_pipelines > 1
         || rr != RECORD_LAYER_get_rrec(&s->rlayer)
         || c->ahead.n == 0 || !c->ooo_possible || !c->offset_known
-        || (s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern_rx || s->enc_read_ctx == NULL
+        || (s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern.rx || s->enc_read_ctx == NULL
         || rr->rec_version == SSL2_VERSION || rr->type != SSL3_RT_APPLICATION_DATA
         || rr->length == 0
         || RECORD_LAYER_get_packet_length(&s->rlayer) != SSL3_RT_HEADER_LENGTH

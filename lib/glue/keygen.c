@@ -66,26 +66,28 @@ static void utls_search_setup(SSL *s, utls_conn *c)
     size_t keylen;
     int kind;
 
-    utls_aead_search_free(c->search);
-    c->search = NULL;
+    utls_aead_search_free(c->probe.search);
+    c->probe.search = NULL;
     if (!c->tls13 || ciph == NULL || EVP_CIPHER_get_mode(ciph) != EVP_CIPH_GCM_MODE)
         return;
     if (!utls_tls13_read_key(s, 0, key, &keylen, iv))
         goto end;
     kind = keylen == 16 ? UTLS_AEAD_SEARCH_AES_128_GCM : UTLS_AEAD_SEARCH_AES_256_GCM;
     ERR_set_mark();
-    c->search = utls_aead_search_new(s->ctx->libctx, s->ctx->propq, kind, UTLS_AEAD_SEARCH_TLS13,
-                                     key, keylen, iv, sizeof(iv), UTLS_AEAD_SEARCH_PATH_AUTO);
+    c->probe.search = utls_aead_search_new(s->ctx->libctx, s->ctx->propq, kind,
+                                           UTLS_AEAD_SEARCH_TLS13, key, keylen, iv, sizeof(iv),
+                                           UTLS_AEAD_SEARCH_PATH_AUTO);
     ERR_pop_to_mark();
-    if (c->search != NULL && utls_aead_search_get_path(c->search) != UTLS_AEAD_SEARCH_PATH_PROVIDER) {
+    if (c->probe.search != NULL
+        && utls_aead_search_get_path(c->probe.search) != UTLS_AEAD_SEARCH_PATH_PROVIDER) {
         /* Only the provider's shortcut is worth it. */
-        utls_aead_search_free(c->search);
-        c->search = NULL;
+        utls_aead_search_free(c->probe.search);
+        c->probe.search = NULL;
     }
-    if (c->search != NULL && c->search_out == NULL
-        && (c->search_out = OPENSSL_malloc(UTLS_SCRATCH_LEN)) == NULL) {
-        utls_aead_search_free(c->search);
-        c->search = NULL;
+    if (c->probe.search != NULL && c->probe.search_out == NULL
+        && (c->probe.search_out = OPENSSL_malloc(UTLS_SCRATCH_LEN)) == NULL) {
+        utls_aead_search_free(c->probe.search);
+        c->probe.search = NULL;
     }
 end:
     OPENSSL_cleanse(key, sizeof(key));
@@ -95,13 +97,13 @@ end:
 /* utls_copy_read_ctx takes the private copy of the read cipher context. */
 void utls_copy_read_ctx(SSL *s, utls_conn *c)
 {
-    c->probe_ctx_valid = 0;
-    c->probe_gcm_inv = UTLS_GCM_INV_UNKNOWN; /* a new copy is primed anew */
+    c->probe.ctx_valid = 0;
+    c->probe.gcm_inv = UTLS_GCM_INV_UNKNOWN; /* a new copy is primed anew */
     if (s->enc_read_ctx == NULL)
         return;
-    if (c->probe_ctx == NULL && (c->probe_ctx = EVP_CIPHER_CTX_new()) == NULL)
+    if (c->probe.ctx == NULL && (c->probe.ctx = EVP_CIPHER_CTX_new()) == NULL)
         return;
-    c->probe_ctx_valid = EVP_CIPHER_CTX_copy(c->probe_ctx, s->enc_read_ctx);
+    c->probe.ctx_valid = EVP_CIPHER_CTX_copy(c->probe.ctx, s->enc_read_ctx);
 }
 
 static int utls_bio_is_fragment_source(SSL *s)
@@ -182,7 +184,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         c->stats.fallback = UTLS_FALLBACK_NO_FRAGMENTS;
         return 0;
     }
-    if (!c->probe_ctx_valid) {
+    if (!c->probe.ctx_valid) {
         /* The mode was set after this key was installed. A copy taken now is
          * safe unless the provider holds a MAC buffer (CBC MAC-then-encrypt). */
         if (!c->tls13 && !c->aead && !SSL_READ_ETM(s)) {
@@ -210,11 +212,11 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         c->store = NULL;
     c->scan = utls_scan_new(&prof, c->next_offset);
     /* A new scanner knows no chain. */
-    c->chain_valid = 0;
-    c->chain_anchor_pending = 0;
-    c->chain_off = c->chain_synced = 0;
-    c->chain_min_len = min_len;
-    c->chain_max_len = max_len;
+    c->chain.valid = 0;
+    c->chain.anchor_pending = 0;
+    c->chain.off = c->chain.synced = 0;
+    c->chain.min_len = min_len;
+    c->chain.max_len = max_len;
     /* After a KeyUpdate, the predictor built for the next key already holds
      * the records verified under it, in the new numbering: it is kept. */
     if (c->pred == NULL)
@@ -222,7 +224,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     c->pred_config = pc;
     if (c->scratch == NULL)
         c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
-    if (c->store == NULL || c->scan == NULL || c->pred == NULL || !c->probe_ctx_valid
+    if (c->store == NULL || c->scan == NULL || c->pred == NULL || !c->probe.ctx_valid
         || c->scratch == NULL) {
         utls_ooo_reset(c);
         c->gen_ready = 1;
@@ -246,7 +248,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         const OSSL_PROVIDER *prov = ciph != NULL ? EVP_CIPHER_get0_provider(ciph) : NULL;
         const char *pname = prov != NULL ? OSSL_PROVIDER_get0_name(prov) : NULL;
 
-        c->probe_quiet_failure = c->tls13 && mode == EVP_CIPH_GCM_MODE && pname != NULL
+        c->probe.quiet_failure = c->tls13 && mode == EVP_CIPH_GCM_MODE && pname != NULL
             && strcmp(pname, "default") == 0;
     }
     c->ooo_possible = 1;

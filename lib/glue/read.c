@@ -25,7 +25,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     c->hooks.read_idle = 0;
     c->cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
     c->post_handshake = 1;
-    if (c->partial_active)
+    if (c->ready.partial_active)
         return utls_ready_partial_read(c, buf, len, peek, readbytes, out_ret);
     /* The hot path in order: the BIO's signals, read in place, say nothing
      * waits; no call. */
@@ -34,9 +34,9 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
             || !((c->sig_bio == s->rbio && c->sig != NULL && c->sig->pending == 0)
                  || utls_bio_quiet(s, c))))
         utls_pump(s, c);
-    while (c->num_ready > 0 && c->ready[0].gen < c->gen)
+    while (c->ready.num > 0 && c->ready.rec[0].gen < c->gen)
         utls_ready_remove(c, 0); /* records of an older key were read in order */
-    if (c->num_ready == 0) {
+    if (c->ready.num == 0) {
         /* Before the in-order read (not after it failed: SSL_READING), with
          * no in-order byte in the segment BIO and none in OpenSSL's buffer,
          * that read could only fail with the retry flag: say so without it.
@@ -66,15 +66,15 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
          * would pass as well: ssl3_read_bytes tests that in place
          * (utls_hook_read_idle) instead of calling, twice per record.
          */
-        if (!c->partial_active && !c->rescan_pending && c->sig != NULL && c->sig_bio == s->rbio
-            && c->sig->pending == 0) {
+        if (!c->ready.partial_active && !c->rescan_pending && c->sig != NULL
+            && c->sig_bio == s->rbio && c->sig->pending == 0) {
             c->hooks.idle_bio = s->rbio;
             c->hooks.idle_pending = &c->sig->pending;
             c->hooks.read_idle = 1;
         }
         return UTLS_HOOK_PASS;
     }
-    r = &c->ready[0];
+    r = &c->ready.rec[0];
     n = r->len;
     if (len < n) {
         if ((s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
@@ -99,10 +99,10 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         if (n < r->len) {
             /* SSL_MODE_UNORDERED_PARTIAL: the next reads return the rest
              * before anything else. */
-            c->partial = *r;
-            c->partial_pos = n;
-            c->partial_active = 1;
-            r->data = NULL; /* now owned by c->partial */
+            c->ready.partial = *r;
+            c->ready.partial_pos = n;
+            c->ready.partial_active = 1;
+            r->data = NULL; /* now owned by c->ready.partial */
             r->buf = NULL;
             r->len = 0;
         }
@@ -130,11 +130,11 @@ size_t utls_hook_pending(const SSL *s)
 
     if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0)
         return 0;
-    if (c->partial_active)
-        num += c->partial.len - c->partial_pos;
-    for (i = 0; i < c->num_ready; i++)
-        if (c->ready[i].gen >= c->gen)
-            num += c->ready[i].len;
+    if (c->ready.partial_active)
+        num += c->ready.partial.len - c->ready.partial_pos;
+    for (i = 0; i < c->ready.num; i++)
+        if (c->ready.rec[i].gen >= c->gen)
+            num += c->ready.rec[i].len;
     return num;
 }
 
@@ -165,19 +165,19 @@ void utls_hook_read_key_changed(SSL *s)
     c->next_seen = 0;
     if (c->post_handshake) {
         /* The next key's test keys become the current ones. */
-        utls_ern_keys t = c->ern_cur;
+        utls_ern_keys t = c->ern.cur;
 
-        c->ern_cur = c->ern_next;
-        c->ern_next = t;
-        c->ern_next.valid = 0;
+        c->ern.cur = c->ern.next;
+        c->ern.next = t;
+        c->ern.next.valid = 0;
     } else {
-        c->ern_cur.valid = 0;
+        c->ern.cur.valid = 0;
     }
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
     c->num_failed = 0;
-    utls_aead_search_free(c->search); /* made again for the new key */
-    c->search = NULL;
+    utls_aead_search_free(c->probe.search); /* made again for the new key */
+    c->probe.search = NULL;
     /* New scanner; the predictor of what was the next key becomes the current
      * one (or a new one is made); the held bytes stay and are scanned again
      * under the new key (utls_pump). */
@@ -192,8 +192,8 @@ void utls_hook_read_key_changed(SSL *s)
     c->gen_ready = 0;
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
-    c->chain_valid = 0; /* the scanner it was synced with is gone */
-    c->chain_anchor_pending = 0; /* numbered under the old key */
+    c->chain.valid = 0; /* the scanner it was synced with is gone */
+    c->chain.anchor_pending = 0; /* numbered under the old key */
     /* With a shared store the bytes the reader has not taken stay held there
      * too; the pass is cheap when nothing is held (one sync of the noted
      * in-order records). */
@@ -207,8 +207,8 @@ void utls_hook_read_key_changed(SSL *s)
     }
     utls_seqpred_free(next_pred); /* not kept (handshake, renegotiation) */
     utls_copy_read_ctx(s, c); /* the key has not decrypted anything yet */
-    for (i = c->num_ready; i > 0; i--)
-        if (c->ready[i - 1].gen < c->gen)
+    for (i = c->ready.num; i > 0; i--)
+        if (c->ready.rec[i - 1].gen < c->gen)
             utls_ready_remove(c, i - 1);
 }
 
@@ -238,7 +238,7 @@ static UTLS_HOT int read_cannot_progress(SSL *s, const utls_conn *c)
             return 0;
     }
     return (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_ASYNC)) == SSL_MODE_UNORDERED
-        && c->post_handshake && c->num_ready == 0 && !c->partial_active && !c->rescan_pending
+        && c->post_handshake && c->ready.num == 0 && !c->ready.partial_active && !c->rescan_pending
         && c->sig != NULL && s->rbio != NULL && c->sig_bio == s->rbio
         && c->sig->read_is_push_only && c->sig->pending == 0
         && utls_segstore_read_would_block(c->sig->events)

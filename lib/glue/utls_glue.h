@@ -12,9 +12,46 @@
 
 #include <openssl/ssl.h>
 
+#include <openssl/evp.h>
+
 #include "utls/seqpred.h"
+#include "utls/aeadsearch.h"
 #include "ern/utls_ern.h"
 #include "glue/utls_hooks.h"
+
+/* What the probes keep per connection (utls_conn_st.probe): the read
+ * cipher state they work on, set up by the glue when a key is installed. */
+typedef struct {
+    /* A private copy of the read cipher context, taken when the key is
+     * installed and reused by every probe of that key. Taken later, it could
+     * share the provider's MAC buffer with the real context: 3.0's cipher
+     * dupctx copies that pointer (CBC MAC-then-encrypt), and freeing it twice
+     * corrupts the heap. */
+    EVP_CIPHER_CTX *ctx;
+    int ctx_valid;
+    /* TLS 1.3 probes decrypt directly (utls_probe13): the tag length as
+     * tls13_enc() derives it from the suite (0: not a TLS 1.3 AEAD suite,
+     * probes go through tls13_enc()), whether it is AES-CCM, and the IV
+     * length of the current key's context and of the next key's. */
+    size_t tls13_taglen;
+    int tls13_ccm;
+    size_t tls13_ivlen, next_ivlen;
+    /* AES-GCM probes set the nonce and the tag with one parameter call (the
+     * invocation field under a fixed field, utls_probe13_gcm_prime): per
+     * context, UTLS_GCM_INV_UNKNOWN until the first probe of a copy tries,
+     * then UTLS_GCM_INV_READY or UTLS_GCM_INV_NO (EVP_CipherInit_ex per
+     * probe, as tls13_enc()). */
+    int gcm_inv, next_gcm_inv;
+    /* AEAD candidate search through the uTLS provider (provider/), for the
+     * current TLS 1.3 AES-GCM key, when the provider is loaded; NULL
+     * otherwise (trial decryption one candidate at a time). */
+    UTLS_AEAD_SEARCH *search;
+    unsigned char *search_out;
+    /* A failed tag check of the read cipher pushes nothing onto OpenSSL's
+     * error queue (TLS 1.3 AES-GCM of the default provider), so a probe
+     * needs no error-queue mark (utls_probe). */
+    int quiet_failure;
+} utls_probe_state;
 
 /* utls_conn_get returns |s|'s uTLS state, creating it on first use; NULL
  * when memory ran out. The SSL owns it. */
@@ -38,7 +75,7 @@ size_t utls_max_pipelines(const SSL *s);
  * ssl_get_split_send_fragment() returns it. */
 size_t utls_split_send_fragment(const SSL *s);
 
-/* The states of utls_conn_st.probe_gcm_inv and next_gcm_inv. */
+/* The states of utls_conn_st.probe.gcm_inv and probe.next_gcm_inv. */
 #define UTLS_GCM_INV_UNKNOWN 0 /* a fresh copy of the context: not tried */
 #define UTLS_GCM_INV_READY 1   /* fixed field set: probes set the rest */
 #define UTLS_GCM_INV_NO (-1)   /* not AES-GCM, or the provider refused */

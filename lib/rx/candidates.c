@@ -68,9 +68,9 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         /* This very record (same number, same place) is known: verified
          * before. Nothing to probe, and the next header is known too. */
         if ((i < ahead->n && ahead->v[i] == seq && ahead->off[i] == hit->offset)
-            || (r >= 0 && c->ready[r].offset == hit->offset)) {
+            || (r >= 0 && c->ready.rec[r].offset == hit->offset)) {
             utls_scan_confirm(c->scan, hit->offset, q->wire_len);
-            if (!next_key && !numbered && hit->offset + q->wire_len > c->chain_off)
+            if (!next_key && !numbered && hit->offset + q->wire_len > c->chain.off)
                 utls_chain_set(c, hit->offset, q->wire_len, seq);
             return 1;
         }
@@ -99,7 +99,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         c->stats.soft_failures++;
         return 0;
     }
-    if (type == SSL3_RT_APPLICATION_DATA && c->ern_tokens_ready) {
+    if (type == SSL3_RT_APPLICATION_DATA && c->ern.tokens_ready) {
         /* The number (checked by the block test for |numbered|, which the
          * AEAD check now confirmed), or the peer's switch record: stripped
          * here; the switch itself takes effect only in order. Past the
@@ -108,7 +108,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
          * candidates because its number search came up empty (a replayed
          * copy elsewhere had taken the number): it must carry |seq| and
          * lose it, or its number would reach the application. */
-        if (utls_ern_strip(s, c, &pt, &pt_len, seq, numbered || c->ern_rx) < 0)
+        if (utls_ern_strip(s, c, &pt, &pt_len, seq, numbered || c->ern.rx) < 0)
             return 0;
     }
     /* Authenticated: a true record boundary with a known number. */
@@ -137,7 +137,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         if (!next_key && !numbered && type == SSL3_RT_APPLICATION_DATA)
             utls_chain_set(c, hit->offset, q->wire_len, seq);
         else if (!next_key)
-            c->chain_valid = 0;
+            c->chain.valid = 0;
         /* Alerts and handshake messages are processed only in order;
          * empty records carry nothing to deliver. */
         if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0)
@@ -167,8 +167,8 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
      * generation the record is under and whether it can go early; only a
      * record without a number (or beyond the span) goes on to the predicted
      * candidates below. */
-    if (c->ern_tokens_ready && (SSL_is_server(s) ? c->ern_offered : c->ern_accepted)) {
-        utls_ern_keys *k = next_key ? &c->ern_next : &c->ern_cur;
+    if (c->ern.tokens_ready && (SSL_is_server(s) ? c->ern.offered : c->ern.accepted)) {
+        utls_ern_keys *k = next_key ? &c->ern.next : &c->ern.cur;
         uint64_t guess = UTLS_ERN_NO_GUESS, seq;
         int r;
 
@@ -179,15 +179,15 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
             && utls_ern_ooo_find(c, k, wire, q->wire_len, hit->offset, guess, floor,
                                  !next_key, &seq)) {
             if (seq < floor) { /* written after higher numbers: in order */
-                c->ern_ooo_verdict = UTLS_ERN_OOO_SETTLED;
+                c->ern.ooo_verdict = UTLS_ERN_OOO_SETTLED;
                 return 0;
             }
             r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, seq, 1, allowance);
-            c->ern_ooo_verdict = r < 0 ? UTLS_ERN_OOO_MATCHED : UTLS_ERN_OOO_SETTLED;
+            c->ern.ooo_verdict = r < 0 ? UTLS_ERN_OOO_MATCHED : UTLS_ERN_OOO_SETTLED;
             return r > 0;
         }
     }
-    if (!next_key && pred != NULL && !c->ern_rx) {
+    if (!next_key && pred != NULL && !c->ern.rx) {
         utls_seqpred_record partial;
 
         if (utls_inorder_partial_anchor(s, c, &partial))
@@ -198,7 +198,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
          * likely number without ranking the rest (all sizes seen so far
          * equal, the gap a multiple of it), that one is tried first, and the
          * ranking is made only if it fails. */
-        if (c->search == NULL && limit > 0 && utls_seqpred_first_candidate(pred, q, &tried)
+        if (c->probe.search == NULL && limit > 0 && utls_seqpred_first_candidate(pred, q, &tried)
             && tried != 0) {
             int r = utls_verify_candidate(s, c, next_key, hit, wire, q, arrival_ns, tried - 1, 0,
                                           allowance);
@@ -219,7 +219,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     }
     /* With the provider: one search over all candidates picks the one that
      * authenticates (or none); only that one gets the full record check. */
-    if (c->search != NULL && !next_key && n > 0 && c->probe_budget >= 1 && *allowance > 0) {
+    if (c->probe.search != NULL && !next_key && n > 0 && c->probe_budget >= 1 && *allowance > 0) {
         uint64_t seqs[UTLS_SEQPRED_MAX_CANDIDATES];
         size_t m = 0, len, idx;
 
@@ -230,8 +230,8 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
         (*allowance)--;
         c->stats.probes++;
         c->stats.provider_searches++;
-        switch (utls_aead_search_run(c->search, c->search_out, &len, UTLS_SCRATCH_LEN, &idx, wire,
-                                     q->wire_len, seqs, m)) {
+        switch (utls_aead_search_run(c->probe.search, c->probe.search_out, &len, UTLS_SCRATCH_LEN,
+                                     &idx, wire, q->wire_len, seqs, m)) {
         case UTLS_AEAD_SEARCH_FOUND:
             return utls_verify_candidate(s, c, 0, hit, wire, q, arrival_ns, seqs[idx], 0,
                                          allowance) > 0;
@@ -293,7 +293,7 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
         size_t cur = *allowance - next_share;
         int ok;
 
-        c->ern_ooo_verdict = UTLS_ERN_OOO_NONE;
+        c->ern.ooo_verdict = UTLS_ERN_OOO_NONE;
         if (!only_next) {
             ok = utls_try_key(s, c, 0, hit, wire, &q, arrival_ns, &cur);
             *allowance = cur + next_share;
@@ -301,15 +301,15 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
                 return 1;
             /* ERN: its number matched under the current key, so no other
              * generation; settled means nothing to retry (utls_ern.c). */
-            if (c->ern_ooo_verdict == UTLS_ERN_OOO_SETTLED)
+            if (c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
                 *allowance = 0;
-            if (c->ern_ooo_verdict != UTLS_ERN_OOO_NONE)
+            if (c->ern.ooo_verdict != UTLS_ERN_OOO_NONE)
                 return 0;
         }
         if (next_share == 0 || !(c->next_valid || utls_next_key_setup(s, c)))
             return 0;
         ok = utls_try_key(s, c, 1, hit, wire, &q, arrival_ns, allowance);
-        if (!ok && c->ern_ooo_verdict == UTLS_ERN_OOO_SETTLED)
+        if (!ok && c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
             *allowance = 0;
         return ok;
     }
@@ -321,7 +321,7 @@ void utls_failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent)
 {
     if (spent >= c->limits.max_probes_per_record)
         return;
-    if (c->ern_ooo_verdict == UTLS_ERN_OOO_SETTLED)
+    if (c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
         return; /* ERN: its own number settled it (utls_try_record) */
     if (c->num_failed == UTLS_MAX_FAILED_HITS) {
         memmove(&c->failed[0], &c->failed[1], (c->num_failed - 1) * sizeof(c->failed[0]));

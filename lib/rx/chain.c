@@ -18,19 +18,19 @@
 
 /*
  * utls_chain_sync tells the scanner about the records the chain fast path
- * verified since it last knew of one: [chain_synced, chain_off) is a run of
+ * verified since it last knew of one: [chain.synced, chain.off) is a run of
  * authenticated records, so no position inside it is a header and the next
- * header is at chain_off, exactly what one utls_scan_confirm of the whole run
+ * header is at chain.off, exactly what one utls_scan_confirm of the whole run
  * says. Called before anything else reads the scanner.
  */
 void utls_chain_sync(utls_conn *c)
 {
-    if (c->chain_valid && c->chain_off > c->chain_synced && c->scan != NULL)
-        (void)utls_scan_confirm(c->scan, c->chain_synced, (size_t)(c->chain_off - c->chain_synced));
-    c->chain_synced = c->chain_off;
-    if (c->chain_anchor_pending && c->pred != NULL)
-        utls_seqpred_add_anchor(c->pred, &c->chain_anchor);
-    c->chain_anchor_pending = 0;
+    if (c->chain.valid && c->chain.off > c->chain.synced && c->scan != NULL)
+        (void)utls_scan_confirm(c->scan, c->chain.synced, (size_t)(c->chain.off - c->chain.synced));
+    c->chain.synced = c->chain.off;
+    if (c->chain.anchor_pending && c->pred != NULL)
+        utls_seqpred_add_anchor(c->pred, &c->chain.anchor);
+    c->chain.anchor_pending = 0;
 }
 
 /* utls_chain_set puts the chain cursor after the record of |wire_len| bytes
@@ -38,22 +38,22 @@ void utls_chain_sync(utls_conn *c)
  * whose end the scanner already knows (utls_scan_confirm). */
 void utls_chain_set(utls_conn *c, uint64_t offset, size_t wire_len, uint64_t seq)
 {
-    c->chain_valid = 1;
-    c->chain_off = offset + wire_len;
-    c->chain_seq = seq + 1;
-    c->chain_synced = c->chain_off;
+    c->chain.valid = 1;
+    c->chain.off = offset + wire_len;
+    c->chain.seq = seq + 1;
+    c->chain.synced = c->chain.off;
 }
 
 /* utls_chain_drop forgets the chain, after telling the scanner about it. */
 static void utls_chain_drop(utls_conn *c)
 {
     utls_chain_sync(c);
-    c->chain_valid = 0;
+    c->chain.valid = 0;
 }
 
 /*
  * utls_chain_verify verifies the record of |wire_len| bytes at |wire|, the
- * chain cursor, as number chain_seq of the current key: the one candidate the
+ * chain cursor, as number chain.seq of the current key: the one candidate the
  * general path would try first there, with the same checks (not below the
  * in-order point, not known already, a position the anchors allow, the probe
  * budget) and the same bookkeeping (anchor, ready queue) except the
@@ -64,7 +64,7 @@ static void utls_chain_drop(utls_conn *c)
 static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len,
                              uint64_t arrival_ns)
 {
-    uint64_t seq = c->chain_seq, offset = c->chain_off;
+    uint64_t seq = c->chain.seq, offset = c->chain.off;
     utls_seqpred_record a = {0};
     const unsigned char *pt;
     size_t pt_len;
@@ -75,9 +75,9 @@ static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, si
     if (seq < utls_inorder_seq(s)
         || (c->ahead.n > 0 && c->ahead.v[c->ahead.n - 1] >= seq
             && utls_seqset_contains(&c->ahead, seq))
-        || (c->num_ready > 0 && (c->ready[c->num_ready - 1].gen > c->gen
-                                 || (c->ready[c->num_ready - 1].gen == c->gen
-                                     && c->ready[c->num_ready - 1].seq >= seq))
+        || (c->ready.num > 0 && (c->ready.rec[c->ready.num - 1].gen > c->gen
+                                 || (c->ready.rec[c->ready.num - 1].gen == c->gen
+                                     && c->ready.rec[c->ready.num - 1].seq >= seq))
             && utls_ready_find(c, c->gen, seq) >= 0)
         || !utls_seqpred_plausible(c->pred, offset, wire_len, PRED_SEQ(seq))
         || c->probe_budget < 1)
@@ -98,10 +98,10 @@ static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, si
     a.offset = offset;
     a.seq = PRED_SEQ(seq);
     a.wire_len = wire_len;
-    c->chain_anchor = a;
-    c->chain_anchor_pending = 1;
-    c->chain_off = offset + wire_len;
-    c->chain_seq = seq + 1;
+    c->chain.anchor = a;
+    c->chain.anchor_pending = 1;
+    c->chain.off = offset + wire_len;
+    c->chain.seq = seq + 1;
     if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0)
         utls_ready_add_verified(c, seq, c->gen, offset, wire_len, arrival_ns, pt, pt_len);
     if (c->cleanse_plaintext)
@@ -128,14 +128,14 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
     utls_reasm_run run;
     int verified = 0;
 
-    if (!c->chain_valid || !c->tls13 || c->next_seen || c->ern_tokens_ready
-        || offset < c->chain_off || c->chain_off < c->next_offset
-        || !utls_reasm_find_run(c->store, &run, c->chain_off)
+    if (!c->chain.valid || !c->tls13 || c->next_seen || c->ern.tokens_ready
+        || offset < c->chain.off || c->chain.off < c->next_offset
+        || !utls_reasm_find_run(c->store, &run, c->chain.off)
         || offset >= run.offset + run.len)
         return 0;
     for (;;) {
-        uint64_t avail = run.offset + run.len - c->chain_off;
-        const unsigned char *h = run.data + (c->chain_off - run.offset);
+        uint64_t avail = run.offset + run.len - c->chain.off;
+        const unsigned char *h = run.data + (c->chain.off - run.offset);
         size_t len;
 
         if (avail < SSL3_RT_HEADER_LENGTH)
@@ -145,8 +145,8 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
          * and legacy_record_version 0x0303; the length within the cipher's
          * bounds (the scan profile). Anything else breaks the chain. */
         if (h[0] != SSL3_RT_APPLICATION_DATA || h[1] != (TLS1_2_VERSION >> 8)
-            || h[2] != (TLS1_2_VERSION & 0xff) || len < c->chain_min_len
-            || len > c->chain_max_len) {
+            || h[2] != (TLS1_2_VERSION & 0xff) || len < c->chain.min_len
+            || len > c->chain.max_len) {
             utls_chain_drop(c);
             return 0;
         }

@@ -34,10 +34,10 @@ void utls_forget_bio(utls_conn *c)
      * from the old one. */
     utls_seqset_forget_epochs(&c->ahead);
     utls_seqset_forget_epochs(&c->next_ahead);
-    for (i = 0; i < c->num_ready; i++)
-        c->ready[i].store_epoch = UTLS_NO_EPOCH;
-    if (c->partial_active)
-        c->partial.store_epoch = UTLS_NO_EPOCH;
+    for (i = 0; i < c->ready.num; i++)
+        c->ready.rec[i].store_epoch = UTLS_NO_EPOCH;
+    if (c->ready.partial_active)
+        c->ready.partial.store_epoch = UTLS_NO_EPOCH;
 }
 
 /* utls_bio_quiet: the read BIO's signals say no fragment or wake-up waits. */

@@ -16,8 +16,8 @@ int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
 {
     size_t i;
 
-    for (i = 0; i < c->num_ready; i++)
-        if (c->ready[i].seq == seq && c->ready[i].gen == gen)
+    for (i = 0; i < c->ready.num; i++)
+        if (c->ready.rec[i].seq == seq && c->ready.rec[i].gen == gen)
             return (int)i;
     return -1;
 }
@@ -28,8 +28,8 @@ static void utls_ready_free_data(utls_conn *c, utls_ready_record *r)
      * SSL_OP_CLEANSE_PLAINTEXT. */
     if (c->cleanse_plaintext && r->data != NULL)
         OPENSSL_cleanse(r->data, r->len);
-    if (r->buf != NULL && r->buf_is_scratch && c->num_spare < UTLS_MAX_SPARE_BUFS)
-        c->spare[c->num_spare++] = r->buf;
+    if (r->buf != NULL && r->buf_is_scratch && c->ready.num_spare < UTLS_MAX_SPARE_BUFS)
+        c->ready.spare[c->ready.num_spare++] = r->buf;
     else
         OPENSSL_free(r->buf);
     r->data = NULL;
@@ -38,9 +38,9 @@ static void utls_ready_free_data(utls_conn *c, utls_ready_record *r)
 
 void utls_ready_remove(utls_conn *c, size_t i)
 {
-    utls_ready_free_data(c, &c->ready[i]);
-    memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i - 1) * sizeof(*c->ready));
-    c->num_ready--;
+    utls_ready_free_data(c, &c->ready.rec[i]);
+    memmove(&c->ready.rec[i], &c->ready.rec[i + 1], (c->ready.num - i - 1) * sizeof(*c->ready.rec));
+    c->ready.num--;
 }
 
 /* utls_ready_add queues the verified record |r| whose plaintext |pt| (r->len
@@ -50,40 +50,40 @@ static int utls_ready_add(utls_conn *c, const utls_ready_record *r, const unsign
     unsigned char *fresh;
     size_t i;
 
-    if (c->ready == NULL) {
-        c->ready = OPENSSL_malloc(sizeof(*c->ready) * UTLS_DEFAULT_MAX_READY_RECORDS * 4);
-        if (c->ready == NULL)
+    if (c->ready.rec == NULL) {
+        c->ready.rec = OPENSSL_malloc(sizeof(*c->ready.rec) * UTLS_DEFAULT_MAX_READY_RECORDS * 4);
+        if (c->ready.rec == NULL)
             return 0;
     }
-    if (c->num_ready >= c->limits.max_ready_records
-        || c->num_ready >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
-        || c->num_ready + c->ahead.n + c->next_ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
+    if (c->ready.num >= c->limits.max_ready_records
+        || c->ready.num >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
+        || c->ready.num + c->ahead.n + c->next_ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
         return 0;
-    for (i = c->num_ready; i > 0; i--) {
-        const utls_ready_record *p = &c->ready[i - 1];
+    for (i = c->ready.num; i > 0; i--) {
+        const utls_ready_record *p = &c->ready.rec[i - 1];
 
         if (p->gen < r->gen || (p->gen == r->gen && p->seq < r->seq))
             break;
     }
-    memmove(&c->ready[i + 1], &c->ready[i], (c->num_ready - i) * sizeof(*c->ready));
-    c->ready[i] = *r;
+    memmove(&c->ready.rec[i + 1], &c->ready.rec[i], (c->ready.num - i) * sizeof(*c->ready.rec));
+    c->ready.rec[i] = *r;
     if (pt >= c->scratch && pt + r->len <= c->scratch + UTLS_SCRATCH_LEN
-        && (fresh = c->num_spare > 0 ? c->spare[--c->num_spare]
+        && (fresh = c->ready.num_spare > 0 ? c->ready.spare[--c->ready.num_spare]
                                      : OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL) {
         /* The plaintext stays where the probe decrypted it: the record takes
          * the probe buffer, and the next probe gets a spare one. */
-        c->ready[i].buf = c->scratch;
-        c->ready[i].buf_is_scratch = 1;
-        c->ready[i].data = (unsigned char *)pt;
+        c->ready.rec[i].buf = c->scratch;
+        c->ready.rec[i].buf_is_scratch = 1;
+        c->ready.rec[i].data = (unsigned char *)pt;
         c->scratch = fresh;
-    } else if ((c->ready[i].buf = OPENSSL_memdup(pt, r->len)) != NULL) {
-        c->ready[i].buf_is_scratch = 0;
-        c->ready[i].data = c->ready[i].buf;
+    } else if ((c->ready.rec[i].buf = OPENSSL_memdup(pt, r->len)) != NULL) {
+        c->ready.rec[i].buf_is_scratch = 0;
+        c->ready.rec[i].data = c->ready.rec[i].buf;
     } else {
-        memmove(&c->ready[i], &c->ready[i + 1], (c->num_ready - i) * sizeof(*c->ready));
+        memmove(&c->ready.rec[i], &c->ready.rec[i + 1], (c->ready.num - i) * sizeof(*c->ready.rec));
         return 0;
     }
-    c->num_ready++;
+    c->ready.num++;
     return 1;
 }
 
@@ -139,19 +139,19 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
 int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
                         size_t *readbytes, int *out_ret)
 {
-    utls_ready_record *r = &c->partial;
-    size_t n = r->len - c->partial_pos;
+    utls_ready_record *r = &c->ready.partial;
+    size_t n = r->len - c->ready.partial_pos;
 
     if (n > len)
         n = len;
-    memcpy(buf, r->data + c->partial_pos, n);
+    memcpy(buf, r->data + c->ready.partial_pos, n);
     *readbytes = n;
     utls_ready_info(c, r);
     if (!peek) {
-        c->partial_pos += n;
-        if (c->partial_pos == r->len) {
+        c->ready.partial_pos += n;
+        if (c->ready.partial_pos == r->len) {
             utls_ready_free_data(c, r);
-            c->partial_active = 0;
+            c->ready.partial_active = 0;
         }
     }
     *out_ret = 1;

@@ -14,6 +14,8 @@
 
 #include "utls/reasm.h"
 #include "utls/scan.h"
+#include "utls/seqpred.h"
+#include "common/utls_common.h"
 #include "bio/utls_bio.h"
 
 typedef struct utls_conn_st utls_conn;
@@ -31,6 +33,46 @@ typedef struct {
     int buf_is_scratch;  /* |buf| is a UTLS_SCRATCH_LEN buffer (a former
                           * probe buffer), reusable as one */
 } utls_ready_record;
+
+typedef struct {
+    /*
+     * The chain fast path (utls_chain_run). Past a record of the current key
+     * that verified out of order, the next record's header is at |off|
+     * and its number is |seq|: when bytes arriving at the end of the
+     * run complete that record, it is verified with that one candidate, with
+     * no scan, no candidate ranking and no interval bookkeeping. The scanner
+     * knows of the records verified below |synced|; those in
+     * [synced, off) were verified by the fast path and are
+     * confirmed to it in one call (utls_chain_sync) before it is next used.
+     * |min_len|..|max_len| are the scan profile's length bounds.
+     */
+    int valid;
+    uint64_t off;
+    uint64_t seq;
+    uint64_t synced;
+    size_t min_len, max_len;
+    /* The last record the fast path verified, added to the predictor as an
+     * anchor by utls_chain_sync: the records before it in the chain add
+     * nothing (the gap between two anchors that a chain fills exactly tells
+     * the predictor no more than its two ends). */
+    utls_seqpred_record anchor;
+    int anchor_pending;
+} utls_rx_chain;
+
+/* The ready queue (ready.c): verified records waiting to be read. */
+typedef struct {
+    utls_ready_record *rec; /* sorted by (gen, seq) */
+    size_t num;
+    /* SSL_MODE_UNORDERED_PARTIAL: the out-of-order record being returned in
+     * parts (data owned), and how much of it was returned. */
+    int partial_active;
+    utls_ready_record partial;
+    size_t partial_pos;
+    /* Probe buffers given back by delivered records, for the next hand-over
+     * (see utls_ready_add): no allocation per out-of-order record. */
+    unsigned char *spare[UTLS_MAX_SPARE_BUFS];
+    size_t num_spare;
+} utls_ready_queue;
 
 /* Sequence numbers in the predictor are shifted by one, so that the virtual
  * anchor that marks the start of a key generation can carry "seq -1". */
