@@ -6,7 +6,7 @@
  *
  * Per input, a client (the sender) and a server (the receiver, in
  * SSL_MODE_UNORDERED), both with SSL_MODE_UTLS_NEGOTIATE, make a real
- * handshake in memory (tests/unordered/uharness.c) and negotiate numbers for
+ * handshake in memory (tests/common/uharness.c) and negotiate numbers for
  * the client's direction: the client reads the server's offer (TLS 1.3
  * tickets, TLS 1.2 Finished) and sends the accept (UTLS_ern_flush); the
  * server must then report UTLS_ERN_RX and the client UTLS_ERN_TX, or the
