@@ -4,22 +4,10 @@
  * the fate of recent ids (written or dropped) and the ring of drop reports.
  * No I/O and no TLS: unit-tested on its own (tests/unit/test_sched_queue.c).
  */
-#include <errno.h>
-#include <poll.h>
 #include <string.h>
-#include <time.h>
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/utls.h>
 
-#include "common/utls_conn.h"
-#include "glue/utls_glue.h"
 #include "tx/utls_tx.h"
 
 /* --- Queue ------------------------------------------------------------ */
