@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # forged_segments.sh BINDIR STATS_DUMP_SO [--good-checksum]
-# Issue 5, done-when 4 (ctest net_forged_segments, label net).
+# Issue 5, done-when 4 (ctest net.forged_segments, label net).
 #
 # What it does. tools/testbed (100 ms RTT, 2% seeded loss) carries a uTLS
 # stream of 800 records (1448 plaintext bytes, one every 10 ms) from the
