@@ -28,7 +28,7 @@
 /*
  * The segment store behind the segment, uTCP and tap BIOs: a receive buffer
  * that returns the in-order stream and queues fragments for bytes past a hole
- * (utls_bio.c).
+ * (lib/bio/segstore.c).
  */
 typedef struct utls_segstore_st utls_segstore;
 utls_segstore *utls_segstore_new(void);
@@ -113,7 +113,7 @@ typedef struct {
 
 /* utls_tap_wrap puts a tap in front of the socket BIO |sock| whose next byte
  * has stream offset |read_off|; returns the tap BIO (|sock| becomes its next),
- * or NULL with an error raised and |sock| untouched (utls_tap.c). */
+ * or NULL with an error raised and |sock| untouched (lib/bio/tap.c). */
 BIO *utls_tap_wrap(BIO *sock, uint64_t read_off);
 /* utls_bio_method_new makes the BIO_METHOD of one of our BIOs (puts is
  * BIO_write of the string) and its new type index in |*out_type|; NULL on

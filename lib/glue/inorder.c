@@ -141,12 +141,12 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
     int i;
 
     if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0)
-        utls_ern_tls12_record_done(s, rr); /* TLS 1.2: the offer (utls_ern.c) */
+        utls_ern_tls12_record_done(s, rr); /* TLS 1.2: the offer (lib/glue/ern_hooks.c) */
     c = s->utls;
     if (c == NULL || s->enc_read_ctx == NULL)
         return 1;
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
-    if (c->ern.rx) /* numbers may come out of sequence order (utls_ern.c) */
+    if (c->ern.rx) /* numbers may come out of sequence order (lib/glue/ern_hooks.c) */
         utls_ern_rx_done(s, c, seq);
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
         if (!c->post_handshake && !SSL_in_init(s))

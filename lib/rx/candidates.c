@@ -163,7 +163,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
 
     /* A peer that may number its records: the record's own number, by
      * one-block tests nearest first around the highest number known before
-     * it (utls_ern_ooo_find, utls_ern.c). A match settles which key
+     * it (utls_ern_ooo_find, lib/glue/ern_hooks.c). A match settles which key
      * generation the record is under and whether it can go early; only a
      * record without a number (or beyond the span) goes on to the predicted
      * candidates below. */
@@ -300,7 +300,7 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
             if (ok)
                 return 1;
             /* ERN: its number matched under the current key, so no other
-             * generation; settled means nothing to retry (utls_ern.c). */
+             * generation; settled means nothing to retry (lib/glue/ern_hooks.c). */
             if (c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
                 *allowance = 0;
             if (c->ern.ooo_verdict != UTLS_ERN_OOO_NONE)

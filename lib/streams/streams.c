@@ -6,7 +6,7 @@
  * those that arrived ahead of a gap in their own stream.
  *
  * The state hangs off the SSL as ex_data, so that nothing of the unordered
- * read path (utls_read.c) changes; it is made by the first
+ * read path (lib/rx/) changes; it is made by the first
  * UTLS_stream_enable() and freed with the SSL.
  */
 #include <string.h>

@@ -674,7 +674,7 @@ static void test_storeread_ssl_read_ahead_falls_back(void **state)
 }
 
 /* The segment BIO's bound on runs held past a hole (UTLS_SEG_MAX_RUNS in
- * utls_bio.c): one more and the farthest run is evicted. */
+ * lib/bio/segstore_local.h): one more and the farthest run is evicted. */
 #define SEG_MAX_RUNS 65536
 
 /*
