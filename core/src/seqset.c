@@ -43,7 +43,7 @@ static void seqset_point(utls_seqset *set, size_t first)
 }
 
 int utls_seqset_add(utls_seqset *set, uint64_t seq, uint64_t off, size_t wire_len,
-                      uint64_t epoch)
+                    uint64_t epoch)
 {
     size_t i, tail;
 

@@ -210,7 +210,7 @@ static int seg_store_window_ok(const seg_ctx *c, uint64_t offset, size_t len)
 
 /* utls_seg_push is UTLS_BIO_segment_push on the context. */
 int utls_seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
-                    uint64_t arrival_ns)
+                  uint64_t arrival_ns)
 {
     uint64_t end = utls_seg_inorder_end(c);
     utls_reasm_run held;

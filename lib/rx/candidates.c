@@ -267,7 +267,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
  * verified.
  */
 int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
-                           const utls_reasm_run *run, uint64_t arrival_ns, size_t *allowance)
+                    const utls_reasm_run *run, uint64_t arrival_ns, size_t *allowance)
 {
     utls_seqpred_query q;
     const unsigned char *wire = run->data + (hit->offset - run->offset);

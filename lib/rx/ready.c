@@ -93,8 +93,8 @@ static int utls_ready_add(utls_conn *c, const utls_ready_record *r, const unsign
  * that cannot be kept counts its wire bytes in bytes_dropped; the in-order
  * path then delivers it as stock OpenSSL would. */
 void utls_ready_add_verified(utls_conn *c, uint64_t seq, uint32_t gen, uint64_t offset,
-                               size_t wire_len, uint64_t arrival_ns,
-                               const unsigned char *pt, size_t pt_len)
+                             size_t wire_len, uint64_t arrival_ns,
+                             const unsigned char *pt, size_t pt_len)
 {
     utls_ready_record rr;
 
@@ -137,7 +137,7 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
 
 /* SSL_MODE_UNORDERED_PARTIAL: the next part of the record being returned. */
 int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
-                        size_t *readbytes, int *out_ret)
+                            size_t *readbytes, int *out_ret)
 {
     utls_ready_record *r = &c->ready.partial;
     size_t n = r->len - c->ready.partial_pos;

@@ -76,7 +76,7 @@ int utls_sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out, int want_cc)
  * come to open the window, and the connection would stall.
  */
 int utls_sched_window_full(const UTLS_SCHED *sch, const UTLS_TCP_INFO *ti, size_t len,
-                             int draining)
+                           int draining)
 {
     uint64_t window, used, cwnd = ti->cwnd_segs, reserve = sch->config.window_reserve_segs;
 
@@ -253,7 +253,7 @@ int utls_probe_rtt_observe(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO *t
  * TCP's pacing rate, the rate the kernel will send at, is used instead.
  */
 uint64_t utls_sched_est_arrival(const UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO *ti,
-                                  int have_ti, size_t len)
+                                int have_ti, size_t len)
 {
     uint64_t t = now + sch->config.deadline_margin_ns, rate;
 

@@ -201,7 +201,7 @@ static void sched_retire(UTLS_SCHED *sch, sched_msg *m, UTLS_SCHED_DROP_REASON r
  * off. Returns the queued message that now follows |m|'s place in id order.
  */
 sched_msg *utls_sched_drop(UTLS_SCHED *sch, sched_msg *m, UTLS_SCHED_DROP_REASON reason,
-                             uint64_t cause_id, uint64_t now, uint64_t est_arrival)
+                           uint64_t cause_id, uint64_t now, uint64_t est_arrival)
 {
     sched_msg *next = m->all_next, *dead = m, *x, *xn;
     int cascade = m->num_dependents > 0;

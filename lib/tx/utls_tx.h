@@ -177,10 +177,10 @@ uint64_t utls_sched_now(const UTLS_SCHED *sch);
 int utls_probe_rtt_wanted(const UTLS_SCHED *sch);
 int utls_sched_tcp_info(const UTLS_SCHED *sch, UTLS_TCP_INFO *out, int want_cc);
 int utls_sched_window_full(const UTLS_SCHED *sch, const UTLS_TCP_INFO *ti, size_t len,
-        int draining);
+                           int draining);
 int utls_probe_rtt_observe(UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO *ti, int have_ti);
 uint64_t utls_sched_est_arrival(const UTLS_SCHED *sch, uint64_t now, const UTLS_TCP_INFO *ti,
-        int have_ti, size_t len);
+                                int have_ti, size_t len);
 int utls_sched_may_reorder_encrypted(const UTLS_SCHED *sch);
 /* queue.c: the message queue. */
 sched_msg *utls_sched_highest(const UTLS_SCHED *sch);
@@ -191,7 +191,7 @@ void utls_sched_fate_set_dropped(UTLS_SCHED *sch, uint64_t id, int dropped);
 int utls_sched_fate_dropped(const UTLS_SCHED *sch, uint64_t id);
 int utls_sched_fate_known(const UTLS_SCHED *sch, uint64_t id);
 sched_msg *utls_sched_drop(UTLS_SCHED *sch, sched_msg *m, UTLS_SCHED_DROP_REASON reason,
-        uint64_t cause_id, uint64_t now, uint64_t est_arrival);
+                           uint64_t cause_id, uint64_t now, uint64_t est_arrival);
 void utls_sched_release_dependents(UTLS_SCHED *sch, sched_msg *m);
 sched_msg *utls_sched_find_queued(const UTLS_SCHED *sch, uint64_t id);
 
