@@ -142,7 +142,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
          * empty records carry nothing to deliver. */
         if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0)
             utls_ready_add_verified(c, seq, gen, hit->offset, q->wire_len, arrival_ns,
-                               pt, pt_len);
+                                    pt, pt_len);
         if (c->cleanse_plaintext)
             OPENSSL_cleanse(c->scratch, q->wire_len);
     }

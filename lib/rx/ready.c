@@ -69,7 +69,7 @@ static int utls_ready_add(utls_conn *c, const utls_ready_record *r, const unsign
     c->ready.rec[i] = *r;
     if (pt >= c->scratch && pt + r->len <= c->scratch + UTLS_SCRATCH_LEN
         && (fresh = c->ready.num_spare > 0 ? c->ready.spare[--c->ready.num_spare]
-                                     : OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL) {
+                                           : OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL) {
         /* The plaintext stays where the probe decrypted it: the record takes
          * the probe buffer, and the next probe gets a spare one. */
         c->ready.rec[i].buf = c->scratch;
@@ -132,7 +132,7 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
     if (r->gen == c->gen)
         c->hooks.may_skip = c->ooo_possible;
     return utls_seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset,
-                      r->wire_len, r->store_epoch);
+                           r->wire_len, r->store_epoch);
 }
 
 /* SSL_MODE_UNORDERED_PARTIAL: the next part of the record being returned. */
