@@ -196,11 +196,11 @@ void utls_conn_clear(utls_conn *c)
     utls_ready_clear(c);
     OPENSSL_free(c->ready.rec);
     utls_seqset_free(&c->ahead); /* the seqsets' arrays (core/src/seqset.c) */
-    utls_seqset_free(&c->next_ahead);
-    utls_seqpred_free(c->pred_next);
+    utls_seqset_free(&c->next.ahead);
+    utls_seqpred_free(c->next.pred);
     EVP_CIPHER_CTX_free(c->probe.ctx);
-    EVP_CIPHER_CTX_free(c->next_ctx);
-    OPENSSL_cleanse(c->next_iv, sizeof(c->next_iv));
+    EVP_CIPHER_CTX_free(c->next.ctx);
+    OPENSSL_cleanse(c->next.iv, sizeof(c->next.iv));
     utls_ern_keys_clear(&c->ern.cur);
     utls_ern_keys_clear(&c->ern.next);
     OPENSSL_cleanse(c->ern.tls12_rx_key, sizeof(c->ern.tls12_rx_key));

@@ -78,20 +78,12 @@ struct utls_conn_st {
     int stores_stale;
     int rescan_pending; /* a new key: scan the held bytes again */
     int budget_starved; /* a header was parked for want of probe budget */
-    utls_scan_hit failed[UTLS_MAX_FAILED_HITS];
-    size_t failed_spent[UTLS_MAX_FAILED_HITS]; /* probes each has cost so far */
-    size_t num_failed;
+    utls_rx_failed failed; /* headers to retry (lib/rx/candidates.c) */
     utls_seqpred_config pred_config;
 
-    /* TLS 1.3: the key a KeyUpdate from the peer would install next, for
-     * records that arrive past a hole that hides the KeyUpdate itself. */
-    int next_valid;
-    EVP_CIPHER_CTX *next_ctx;
-    unsigned char next_iv[EVP_MAX_IV_LENGTH];
-    utls_seqpred *pred_next;
-    int next_seen;             /* a record verified under the next key ... */
-    uint64_t next_seen_offset; /* ... at this offset: later ones are too */
-    utls_seqset next_ahead; /* seqs of gen + 1 delivered out of order */
+    /* TLS 1.3: the key a KeyUpdate from the peer would install next
+     * (lib/rx/utls_rx.h). */
+    utls_rx_next_key next;
     utls_ready_queue ready; /* lib/rx/ready.c */
 
     unsigned char *scratch; /* one record: header + max ciphertext */

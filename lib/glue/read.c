@@ -153,16 +153,16 @@ void utls_hook_read_key_changed(SSL *s)
         utls_seqset t = c->ahead;
 
         c->gen++;
-        c->ahead = c->next_ahead;
-        c->next_ahead = t;
+        c->ahead = c->next.ahead;
+        c->next.ahead = t;
     } else {
         c->ahead.n = 0;
     }
-    c->next_ahead.n = 0;
-    next_pred = c->pred_next;
-    c->pred_next = NULL;
-    c->next_valid = 0;
-    c->next_seen = 0;
+    c->next.ahead.n = 0;
+    next_pred = c->next.pred;
+    c->next.pred = NULL;
+    c->next.valid = 0;
+    c->next.seen = 0;
     if (c->post_handshake) {
         /* The next key's test keys become the current ones. */
         utls_ern_keys t = c->ern.cur;
@@ -175,7 +175,7 @@ void utls_hook_read_key_changed(SSL *s)
     }
     c->gen_start_known = c->offset_known;
     c->gen_start_offset = c->next_offset;
-    c->num_failed = 0;
+    c->failed.num = 0;
     utls_aead_search_free(c->probe.search); /* made again for the new key */
     c->probe.search = NULL;
     /* New scanner; the predictor of what was the next key becomes the current

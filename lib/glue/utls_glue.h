@@ -103,8 +103,8 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
 
 /*
  * utls_next_key_setup derives the read key and IV that a TLS 1.3 KeyUpdate
- * from the peer would install (RFC 8446 7.2), into c->next_ctx and
- * c->next_iv, without installing them. Returns 1 on success.
+ * from the peer would install (RFC 8446 7.2), into c->next.ctx and
+ * c->next.iv, without installing them. Returns 1 on success.
  */
 int utls_next_key_setup(SSL *s, utls_conn *c);
 

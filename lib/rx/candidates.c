@@ -52,7 +52,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
                                  uint64_t arrival_ns, uint64_t seq, int numbered,
                                  size_t *allowance)
 {
-    utls_seqset *ahead = next_key ? &c->next_ahead : &c->ahead;
+    utls_seqset *ahead = next_key ? &c->next.ahead : &c->ahead;
     uint32_t gen = c->gen + (next_key ? 1 : 0);
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
     const unsigned char *pt;
@@ -80,8 +80,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
      * to another offset (its explicit nonce or number would verify). */
     if (!next_key && !utls_seqpred_plausible(c->pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
         return 0;
-    if (next_key && c->pred_next != NULL
-        && !utls_seqpred_plausible(c->pred_next, hit->offset, q->wire_len, PRED_SEQ(seq)))
+    if (next_key && c->next.pred != NULL
+        && !utls_seqpred_plausible(c->next.pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
         return 0;
     if (c->probe_budget < 1 || *allowance == 0) {
         c->stats.probe_limit_hits++;
@@ -115,19 +115,19 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
     {
         utls_seqpred_record a = {0};
 
-        if (next_key && c->pred_next == NULL)
-            c->pred_next = utls_seqpred_new(&c->pred_config);
-        if (next_key && (!c->next_seen || hit->offset < c->next_seen_offset)) {
-            c->next_seen = 1;
-            c->next_seen_offset = hit->offset;
+        if (next_key && c->next.pred == NULL)
+            c->next.pred = utls_seqpred_new(&c->pred_config);
+        if (next_key && (!c->next.seen || hit->offset < c->next.seen_offset)) {
+            c->next.seen = 1;
+            c->next.seen_offset = hit->offset;
         }
-        if (next_key ? c->pred_next != NULL : 1) {
+        if (next_key ? c->next.pred != NULL : 1) {
             a.offset = hit->offset;
             a.seq = PRED_SEQ(seq);
             a.wire_len = q->wire_len;
             a.has_nonce = q->has_nonce;
             a.explicit_nonce = q->explicit_nonce;
-            utls_seqpred_add_anchor(next_key ? c->pred_next : c->pred, &a);
+            utls_seqpred_add_anchor(next_key ? c->next.pred : c->pred, &a);
         }
         utls_scan_confirm(c->scan, hit->offset, q->wire_len);
         /* The next record of the chain is verified by the fast path
@@ -154,7 +154,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
                         uint64_t arrival_ns, size_t *allowance)
 {
     uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
-    utls_seqpred *pred = next_key ? c->pred_next : c->pred;
+    utls_seqpred *pred = next_key ? c->next.pred : c->pred;
     /* Records below the in-order point's sequence number were processed in
      * order; the next key's numbering starts at 0. */
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
@@ -288,7 +288,7 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
      * of it is (the current key can no longer be in use). */
     {
         int may_be_next = c->tls13 && c->post_handshake;
-        int only_next = may_be_next && c->next_seen && hit->offset > c->next_seen_offset;
+        int only_next = may_be_next && c->next.seen && hit->offset > c->next.seen_offset;
         size_t next_share = only_next ? *allowance : (may_be_next ? *allowance / 2 : 0);
         size_t cur = *allowance - next_share;
         int ok;
@@ -306,7 +306,7 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
             if (c->ern.ooo_verdict != UTLS_ERN_OOO_NONE)
                 return 0;
         }
-        if (next_share == 0 || !(c->next_valid || utls_next_key_setup(s, c)))
+        if (next_share == 0 || !(c->next.valid || utls_next_key_setup(s, c)))
             return 0;
         ok = utls_try_key(s, c, 1, hit, wire, &q, arrival_ns, allowance);
         if (!ok && c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
@@ -323,14 +323,14 @@ void utls_failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent)
         return;
     if (c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
         return; /* ERN: its own number settled it (utls_try_record) */
-    if (c->num_failed == UTLS_MAX_FAILED_HITS) {
-        memmove(&c->failed[0], &c->failed[1], (c->num_failed - 1) * sizeof(c->failed[0]));
-        memmove(&c->failed_spent[0], &c->failed_spent[1],
-                (c->num_failed - 1) * sizeof(c->failed_spent[0]));
-        c->num_failed--;
+    if (c->failed.num == UTLS_MAX_FAILED_HITS) {
+        memmove(&c->failed.hit[0], &c->failed.hit[1], (c->failed.num - 1) * sizeof(c->failed.hit[0]));
+        memmove(&c->failed.spent[0], &c->failed.spent[1],
+                (c->failed.num - 1) * sizeof(c->failed.spent[0]));
+        c->failed.num--;
     }
-    c->failed_spent[c->num_failed] = spent;
-    c->failed[c->num_failed++] = *hit;
+    c->failed.spent[c->failed.num] = spent;
+    c->failed.hit[c->failed.num++] = *hit;
 }
 
 /*
@@ -345,10 +345,10 @@ int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
 
     utls_chain_sync(c);
 
-    while (i < c->num_failed) {
-        utls_scan_hit hit = c->failed[i];
+    while (i < c->failed.num) {
+        utls_scan_hit hit = c->failed.hit[i];
         utls_reasm_run run;
-        size_t allowance = c->limits.max_probes_per_record - c->failed_spent[i];
+        size_t allowance = c->limits.max_probes_per_record - c->failed.spent[i];
         size_t before = allowance;
         int drop = 0;
 
@@ -360,14 +360,14 @@ int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
             drop = 1;
             progress = 1;
         } else {
-            c->failed_spent[i] += before - allowance;
+            c->failed.spent[i] += before - allowance;
             drop = allowance == 0; /* its allowance is used up */
         }
         if (drop) {
-            memmove(&c->failed[i], &c->failed[i + 1], (c->num_failed - i - 1) * sizeof(hit));
-            memmove(&c->failed_spent[i], &c->failed_spent[i + 1],
-                    (c->num_failed - i - 1) * sizeof(c->failed_spent[0]));
-            c->num_failed--;
+            memmove(&c->failed.hit[i], &c->failed.hit[i + 1], (c->failed.num - i - 1) * sizeof(hit));
+            memmove(&c->failed.spent[i], &c->failed.spent[i + 1],
+                    (c->failed.num - i - 1) * sizeof(c->failed.spent[0]));
+            c->failed.num--;
         } else {
             i++;
         }

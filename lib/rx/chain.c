@@ -128,7 +128,7 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
     utls_reasm_run run;
     int verified = 0;
 
-    if (!c->chain.valid || !c->tls13 || c->next_seen || c->ern.tokens_ready
+    if (!c->chain.valid || !c->tls13 || c->next.seen || c->ern.tokens_ready
         || offset < c->chain.off || c->chain.off < c->next_offset
         || !utls_reasm_find_run(c->store, &run, c->chain.off)
         || offset >= run.offset + run.len)
@@ -160,7 +160,7 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
     }
     /* As in the general path: a new anchor pins the numbers of headers
      * whose candidates failed. */
-    if (verified && c->num_failed > 0) {
+    if (verified && c->failed.num > 0) {
         while (utls_failed_retry(s, c, arrival_ns))
             continue;
     }
@@ -200,7 +200,7 @@ void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns
             }
         } while (sr == UTLS_SCAN_MORE);
         /* A new anchor pins the numbers of records next to it: retry. */
-        if (again && c->num_failed > 0) {
+        if (again && c->failed.num > 0) {
             while (utls_failed_retry(s, c, arrival_ns))
                 continue;
         }

@@ -33,7 +33,7 @@ void utls_forget_bio(utls_conn *c)
     /* Another BIO: its store's epochs say nothing about the bytes verified
      * from the old one. */
     utls_seqset_forget_epochs(&c->ahead);
-    utls_seqset_forget_epochs(&c->next_ahead);
+    utls_seqset_forget_epochs(&c->next.ahead);
     for (i = 0; i < c->ready.num; i++)
         c->ready.rec[i].store_epoch = UTLS_NO_EPOCH;
     if (c->ready.partial_active)
@@ -179,7 +179,7 @@ void utls_pump(SSL *s, utls_conn *c)
     }
     /* Headers parked when the probe budget ran dry get another chance once
      * it has grown back (it grows with the bytes that keep arriving). */
-    if (ok && c->budget_starved && c->num_failed > 0 && c->probe_budget >= 1) {
+    if (ok && c->budget_starved && c->failed.num > 0 && c->probe_budget >= 1) {
         c->budget_starved = 0;
         utls_ooo_sync(c);
         while (utls_failed_retry(s, c, 0))

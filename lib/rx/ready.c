@@ -57,7 +57,7 @@ static int utls_ready_add(utls_conn *c, const utls_ready_record *r, const unsign
     }
     if (c->ready.num >= c->limits.max_ready_records
         || c->ready.num >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
-        || c->ready.num + c->ahead.n + c->next_ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
+        || c->ready.num + c->ahead.n + c->next.ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
         return 0;
     for (i = c->ready.num; i > 0; i--) {
         const utls_ready_record *p = &c->ready.rec[i - 1];
@@ -131,7 +131,7 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
      * may_skip before reading the body, utls_hook_skip_body). */
     if (r->gen == c->gen)
         c->hooks.may_skip = c->ooo_possible;
-    return utls_seqset_add(r->gen == c->gen ? &c->ahead : &c->next_ahead, r->seq, r->offset,
+    return utls_seqset_add(r->gen == c->gen ? &c->ahead : &c->next.ahead, r->seq, r->offset,
                            r->wire_len, r->store_epoch);
 }
 

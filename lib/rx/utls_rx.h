@@ -10,11 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 
 #include "utls/reasm.h"
 #include "utls/scan.h"
 #include "utls/seqpred.h"
+#include "utls/seqset.h"
 #include "common/utls_common.h"
 #include "bio/utls_bio.h"
 
@@ -73,6 +75,27 @@ typedef struct {
     unsigned char *spare[UTLS_MAX_SPARE_BUFS];
     size_t num_spare;
 } utls_ready_queue;
+
+/* The next key generation (TLS 1.3): the key a KeyUpdate from the peer would
+ * install next, for records that arrive past a hole that hides the KeyUpdate
+ * itself (utls_conn_st.next). */
+typedef struct {
+    int valid;
+    EVP_CIPHER_CTX *ctx;
+    unsigned char iv[EVP_MAX_IV_LENGTH];
+    utls_seqpred *pred;
+    int seen;             /* a record verified under the next key ... */
+    uint64_t seen_offset; /* ... at this offset: later ones are too */
+    utls_seqset ahead;    /* seqs of gen + 1 delivered out of order */
+} utls_rx_next_key;
+
+/* Plausible headers whose candidates all failed, kept to be tried again next
+ * to a new anchor (UTLS_MAX_FAILED_HITS, utls_failed_add). */
+typedef struct {
+    utls_scan_hit hit[UTLS_MAX_FAILED_HITS];
+    size_t spent[UTLS_MAX_FAILED_HITS]; /* probes each has cost so far */
+    size_t num;
+} utls_rx_failed;
 
 /* Sequence numbers in the predictor are shifted by one, so that the virtual
  * anchor that marks the start of a key generation can carry "seq -1". */

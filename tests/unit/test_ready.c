@@ -44,7 +44,7 @@ static void conn_free(utls_conn *c)
     OPENSSL_free(c->ready.rec);
     OPENSSL_free(c->scratch);
     utls_seqset_free(&c->ahead);
-    utls_seqset_free(&c->next_ahead);
+    utls_seqset_free(&c->next.ahead);
     free(c);
 }
 
@@ -129,7 +129,7 @@ static void test_ready_mark_delivered_fills_ahead(void **state)
     assert_int_equal(utls_ready_mark_delivered(c, &c->ready.rec[0]), 1);
     assert_int_equal(utls_ready_mark_delivered(c, &c->ready.rec[1]), 1);
     assert_true(utls_seqset_contains(&c->ahead, 10));
-    assert_true(utls_seqset_contains(&c->next_ahead, 1));
+    assert_true(utls_seqset_contains(&c->next.ahead, 1));
     assert_false(utls_seqset_contains(&c->ahead, 1));
     assert_int_equal(c->ahead.off[0], 1010);
     assert_int_equal(c->hooks.may_skip, 1);
