@@ -324,7 +324,8 @@ void utls_failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent)
     if (c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
         return; /* ERN: its own number settled it (utls_try_record) */
     if (c->failed.num == UTLS_MAX_FAILED_HITS) {
-        memmove(&c->failed.hit[0], &c->failed.hit[1], (c->failed.num - 1) * sizeof(c->failed.hit[0]));
+        memmove(&c->failed.hit[0], &c->failed.hit[1],
+                (c->failed.num - 1) * sizeof(c->failed.hit[0]));
         memmove(&c->failed.spent[0], &c->failed.spent[1],
                 (c->failed.num - 1) * sizeof(c->failed.spent[0]));
         c->failed.num--;
@@ -364,7 +365,8 @@ int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
             drop = allowance == 0; /* its allowance is used up */
         }
         if (drop) {
-            memmove(&c->failed.hit[i], &c->failed.hit[i + 1], (c->failed.num - i - 1) * sizeof(hit));
+            memmove(&c->failed.hit[i], &c->failed.hit[i + 1],
+                    (c->failed.num - i - 1) * sizeof(hit));
             memmove(&c->failed.spent[i], &c->failed.spent[i + 1],
                     (c->failed.num - i - 1) * sizeof(c->failed.spent[0]));
             c->failed.num--;
