@@ -10,7 +10,7 @@
 
 #include "common/utls_conn.h"
 
-#include "utls-provider/be64.h"
+#include "utls/be64.h"
 
 void utls_ern_keys_clear(utls_ern_keys *k)
 {

@@ -15,9 +15,8 @@
 #include <openssl/evp.h>
 
 #include "glue_local.h"
-/* The provider's big-endian helpers (prepare.sh links provider/ into the
- * tree root, which is on libssl's include path): one copy for the fork. */
-#include "utls-provider/be64.h"
+/* The big-endian helpers (core/, one copy for the fork and the provider). */
+#include "utls/be64.h"
 
 /* --- Tokens ---------------------------------------------------------------- */
 

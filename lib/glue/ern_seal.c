@@ -11,8 +11,8 @@
 
 #include "glue_local.h"
 
-/* The big-endian helpers: the provider's. */
-#include "utls-provider/be64.h"
+/* The big-endian helpers (core/). */
+#include "utls/be64.h"
 
 /*
  * ern_tx_usable: this direction's numbers are on. Not refused in a

@@ -12,9 +12,9 @@
 
 #include "glue_local.h"
 
-/* One copy of the big-endian helpers for the fork: the provider's (written
- * out, one byte-swapping load; a loop stayed a loop). */
-#include "utls-provider/be64.h"
+/* One copy of the big-endian helpers for the fork and the provider (core/:
+ * written out, one byte-swapping load; a loop stayed a loop). */
+#include "utls/be64.h"
 #define be64 utls_load_be64
 
 /* An SSLv2-compatible ClientHello's header (ssl3_record.c keeps it private). */

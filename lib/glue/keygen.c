@@ -13,9 +13,9 @@
 
 #include "glue_local.h"
 
-/* One copy of the big-endian helpers for the fork: the provider's (written
- * out, one byte-swapping load; a loop stayed a loop). */
-#include "utls-provider/be64.h"
+/* One copy of the big-endian helpers for the fork and the provider (core/:
+ * written out, one byte-swapping load; a loop stayed a loop). */
+#include "utls/be64.h"
 #define be64 utls_load_be64
 
 /* The sequence number the in-order path will use for its next record. */

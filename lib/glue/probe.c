@@ -38,8 +38,8 @@
 
 #include "glue_local.h"
 
-/* One copy of the big-endian helpers for the fork: the provider's. */
-#include "utls-provider/be64.h"
+/* The big-endian helpers (core/, one copy for the fork and the provider). */
+#include "utls/be64.h"
 #define put_be64 utls_store_be64
 
 /* The bytes at the end of a TLS 1.3 record copied for the tag check: the
