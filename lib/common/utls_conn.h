@@ -29,17 +29,9 @@ struct utls_conn_st {
     UTLS_LIMITS limits;
     UTLS_STATS stats;
 
-    /* The in-order path. next_offset is the stream offset of the next record
-     * header OpenSSL's record code will read. */
-    int offset_known;
-    uint64_t next_offset;
-    uint64_t cur_offset; /* the record being processed in order */
-    size_t cur_wire_len;
-    int stamp_inorder;   /* UTLS_read_record() with out_info runs */
-    int cur_has_nonce;   /* the record's first 8 ciphertext bytes, for the */
-    uint64_t cur_nonce;  /* explicit-nonce delta of TLS 1.2 GCM/CCM */
-    UTLS_RECORD_INFO inorder_info; /* the last in-order application record */
-    int inorder_info_valid;
+    /* Where the in-order path is (lib/rx/utls_rx.h; written by the record
+     * hooks, lib/glue/inorder.c). */
+    utls_rx_inorder inorder;
     UTLS_RECORD_INFO last_info;    /* the last record read out of order */
     int last_info_valid;           /* ... by the current UTLS_read_record() */
 

@@ -575,7 +575,8 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
         return 1;
     /* The number the out-of-order side found for this record, if it is one
      * the loop below would accept: one block instead of a search. */
-    if ((s->mode & SSL_MODE_UNORDERED) != 0 && utls_ern_hint_find(c, c->cur_offset, &n) && n != ctr
+    if ((s->mode & SSL_MODE_UNORDERED) != 0 && utls_ern_hint_find(c, c->inorder.cur_offset, &n)
+        && n != ctr
         && (n > ctr ? n - ctr < w
                     : ctr - 1 - n < w && ((c->ern.rx_seen >> (ctr - 1 - n)) & 1) == 0)) {
         c->stats.ern_block_checks++;

@@ -37,22 +37,22 @@ void utls_hook_rbio_changed(SSL *s)
 /* --- Hooks --------------------------------------------------------------- */
 
 /* note_record_pos notes that the record read in order now starts at
- * c->next_offset and is |wire_len| bytes long; |body| (NULL for an SSLv2
+ * c->inorder.next_offset and is |wire_len| bytes long; |body| (NULL for an SSLv2
  * header) is its |body_len| bytes after the header, read for the explicit
  * nonce only. */
 static UTLS_HOT inline void note_record_pos(utls_conn *c, size_t wire_len,
                                             const unsigned char *body, size_t body_len)
 {
-    c->cur_offset = c->next_offset;
-    c->cur_wire_len = wire_len;
-    c->cur_has_nonce = 0;
+    c->inorder.cur_offset = c->inorder.next_offset;
+    c->inorder.cur_wire_len = wire_len;
+    c->inorder.cur_has_nonce = 0;
     /* The nonce matters only to ciphers with an explicit one (known once the
      * key's out-of-order state is set up, in utls_hook_record_done). */
     if ((!c->gen_ready || c->explicit_nonce) && body_len >= 8 && body != NULL) {
-        c->cur_has_nonce = 1;
-        c->cur_nonce = be64(body);
+        c->inorder.cur_has_nonce = 1;
+        c->inorder.cur_nonce = be64(body);
     }
-    c->next_offset += wire_len;
+    c->inorder.next_offset += wire_len;
     /* ssl3_get_record calls utls_hook_skip_decrypt only if this is set. */
     c->hooks.may_skip = c->ahead.n > 0 && c->ooo_possible;
 }
@@ -64,17 +64,18 @@ UTLS_HOT void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
 
     if (c == NULL)
         return;
-    if (!c->offset_known) {
+    if (!c->inorder.offset_known) {
         /* The first record seen: where it starts in the BIO's stream is the
          * bytes BIO_read() has returned minus those still buffered. */
         uint64_t read_off = 0;
 
         if (s->rbio != NULL && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_READ_OFFSET, 0, &read_off) == 1)
-            c->next_offset = read_off - SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer))
-                - RECORD_LAYER_get_packet_length(&s->rlayer);
+            c->inorder.next_offset = read_off
+                                     - SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer))
+                                     - RECORD_LAYER_get_packet_length(&s->rlayer);
         else
-            c->next_offset = 0;
-        c->offset_known = 1;
+            c->inorder.next_offset = 0;
+        c->inorder.offset_known = 1;
     }
     note_record_pos(c, hdr + rr->length,
                     rr->rec_version != SSL2_VERSION
@@ -89,11 +90,11 @@ static void note_inorder_anchor(utls_conn *c, uint64_t seq)
 {
     utls_seqpred_record a = {0};
 
-    a.offset = c->cur_offset;
+    a.offset = c->inorder.cur_offset;
     a.seq = PRED_SEQ(seq);
-    a.wire_len = c->cur_wire_len;
-    a.has_nonce = c->explicit_nonce && c->cur_has_nonce;
-    a.explicit_nonce = c->cur_nonce;
+    a.wire_len = c->inorder.cur_wire_len;
+    a.has_nonce = c->explicit_nonce && c->inorder.cur_has_nonce;
+    a.explicit_nonce = c->inorder.cur_nonce;
     /* The hot path, with or without a hole: only a note. The stores are
      * brought up to date when the out-of-order side next works
      * (utls_ooo_sync). Adding every in-order record as an anchor while bytes
@@ -111,11 +112,11 @@ static void note_inorder_anchor(utls_conn *c, uint64_t seq)
  * order as |seq|, for UTLS_read_record(), and counts it. */
 static void note_inorder_info(SSL *s, utls_conn *c, const SSL3_RECORD *rr, uint64_t seq)
 {
-    c->inorder_info.seq = seq;
-    c->inorder_info.key_generation = c->gen;
-    c->inorder_info.out_of_order = 0;
-    c->inorder_info.stream_offset = c->cur_offset;
-    c->inorder_info.wire_len = c->cur_wire_len;
+    c->inorder.info.seq = seq;
+    c->inorder.info.key_generation = c->gen;
+    c->inorder.info.out_of_order = 0;
+    c->inorder.info.stream_offset = c->inorder.cur_offset;
+    c->inorder.info.wire_len = c->inorder.cur_wire_len;
     /* Its last byte came with the BIO read that completed it, before this
      * point: a clock read now is never earlier. Read here, once the record
      * authenticated and before its plaintext is copied to the caller, only in
@@ -124,8 +125,8 @@ static void note_inorder_info(SSL *s, utls_conn *c, const SSL3_RECORD *rr, uint6
      * a large copy still in flight, as it did when read after SSL_read_ex()
      * returned (or before it, after the push's copy). Any other read leaves 0,
      * and UTLS_read_record() reads the clock when it returns the record. */
-    c->inorder_info.arrival_ns = c->stamp_inorder ? utls_now_ns() : 0;
-    c->inorder_info_valid = 1;
+    c->inorder.info.arrival_ns = c->inorder.stamp ? utls_now_ns() : 0;
+    c->inorder.info_valid = 1;
     /* Counted here, once per record, rather than per read: a record is
      * decrypted in order once, and the reads that return it (in parts, or
      * after a buffer too small) follow. */
@@ -148,7 +149,7 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
     if (c->ern.rx) /* numbers may come out of sequence order (lib/glue/ern_hooks.c) */
         utls_ern_rx_done(s, c, seq);
-    if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->offset_known) {
+    if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->inorder.offset_known) {
         if (!c->post_handshake && !SSL_in_init(s))
             c->post_handshake = 1;
         if (utls_gen_setup(s, c))
@@ -191,7 +192,7 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
      */
     if (c == NULL
         || (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE)) != SSL_MODE_UNORDERED
-        || rr->type != SSL3_RT_APPLICATION_DATA || !c->offset_known || !c->post_handshake
+        || rr->type != SSL3_RT_APPLICATION_DATA || !c->inorder.offset_known || !c->post_handshake
         || !c->gen_ready || !c->ooo_possible || c->ern.rx || s->enc_read_ctx == NULL)
         return record_done_full(s, rr);
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
@@ -248,8 +249,8 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
         return 0;
     seq = utls_inorder_seq(s);
     i = utls_seqset_lower(&c->ahead, seq);
-    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->cur_offset
-        || c->ahead.wire_len[i] != c->cur_wire_len || !utls_store_refresh(s, c)) {
+    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->inorder.cur_offset
+        || c->ahead.wire_len[i] != c->inorder.cur_wire_len || !utls_store_refresh(s, c)) {
         return 0;
     }
     if (c->store_shared && c->ahead.epoch[i] != UTLS_NO_EPOCH
@@ -262,13 +263,13 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
          * epoch. So these are the authenticated bytes, unread.
          */
     } else if (c->store_shared
-               || !utls_reasm_find_run(c->store, &run, c->cur_offset)
-               || run.offset + run.len < c->cur_offset + c->cur_wire_len
+               || !utls_reasm_find_run(c->store, &run, c->inorder.cur_offset)
+               || run.offset + run.len < c->inorder.cur_offset + c->inorder.cur_wire_len
                /* Ciphertext on both sides: public bytes, no need for constant
                 * time (CRYPTO_memcmp's byte loop would cost more than the
                 * decryption). */
-               || memcmp(run.data + (c->cur_offset - run.offset),
-                         RECORD_LAYER_get_packet(&s->rlayer), c->cur_wire_len) != 0) {
+               || memcmp(run.data + (c->inorder.cur_offset - run.offset),
+                         RECORD_LAYER_get_packet(&s->rlayer), c->inorder.cur_wire_len) != 0) {
         /*
          * A private copy (the tap: the kernel socket is the authority, and the
          * capture may have seen an injected copy) keeps the first bytes that
@@ -304,7 +305,7 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
      */
     if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0 || s->max_pipelines > 1
         || rr != RECORD_LAYER_get_rrec(&s->rlayer)
-        || c->ahead.n == 0 || !c->ooo_possible || !c->offset_known
+        || c->ahead.n == 0 || !c->ooo_possible || !c->inorder.offset_known
         || (s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern.rx || s->enc_read_ctx == NULL
         || rr->rec_version == SSL2_VERSION || rr->type != SSL3_RT_APPLICATION_DATA
         || rr->length == 0
@@ -314,7 +315,7 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
     wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
     seq = utls_inorder_seq(s);
     i = utls_seqset_lower(&c->ahead, seq);
-    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->next_offset
+    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->inorder.next_offset
         || c->ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c) || !c->store_shared
         || c->sig == NULL || c->ahead.epoch[i] == UTLS_NO_EPOCH
         || c->ahead.epoch[i] != c->sig->store_epoch)
@@ -324,7 +325,7 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
      * bytes at this offset are the very bytes authenticated as |seq|, the
      * header just read included.
      */
-    body_off = c->next_offset + SSL3_RT_HEADER_LENGTH;
+    body_off = c->inorder.next_offset + SSL3_RT_HEADER_LENGTH;
     nonce_len = 0;
     if (!c->gen_ready || c->explicit_nonce) {
         /* The explicit nonce (TLS 1.2 AEAD) for the predictor: the body's

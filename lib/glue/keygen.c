@@ -39,7 +39,7 @@ static int utls_auto_tap(SSL *s, utls_conn *c)
     if (s->rbio == NULL || BIO_method_type(s->rbio) != BIO_TYPE_SOCKET)
         return 0;
     ERR_set_mark();
-    tap = utls_tap_wrap(s->rbio, c->next_offset
+    tap = utls_tap_wrap(s->rbio, c->inorder.next_offset
                                      + SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer))
                                      + RECORD_LAYER_get_packet_length(&s->rlayer));
     if (tap == NULL) {
@@ -133,7 +133,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         c->stats.fallback = UTLS_FALLBACK_DTLS;
         return 0;
     }
-    if (SSL_in_init(s) || s->enc_read_ctx == NULL || !c->offset_known) {
+    if (SSL_in_init(s) || s->enc_read_ctx == NULL || !c->inorder.offset_known) {
         c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
         return 0; /* decided again later */
     }
@@ -210,7 +210,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
      * the predictor start over, and everything held is scanned again. */
     if (!utls_store_refresh(s, c))
         c->store = NULL;
-    c->scan = utls_scan_new(&prof, c->next_offset);
+    c->scan = utls_scan_new(&prof, c->inorder.next_offset);
     /* A new scanner knows no chain. */
     c->chain.valid = 0;
     c->chain.anchor_pending = 0;
@@ -275,13 +275,13 @@ int utls_inorder_partial_anchor(SSL *s, const utls_conn *c, utls_seqpred_record 
 {
     const SSL3_RECORD *rr = RECORD_LAYER_get_rrec(&s->rlayer);
 
-    if (!c->offset_known || s->max_pipelines > 1
+    if (!c->inorder.offset_known || s->max_pipelines > 1
         || RECORD_LAYER_get_rstate(&s->rlayer) != SSL_ST_READ_BODY
         || RECORD_LAYER_get_packet_length(&s->rlayer) < SSL3_RT_HEADER_LENGTH
         || rr->rec_version == SSL2_VERSION)
         return 0;
     memset(a, 0, sizeof(*a));
-    a->offset = c->next_offset;
+    a->offset = c->inorder.next_offset;
     a->seq = PRED_SEQ(utls_inorder_seq(s));
     a->wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
     return 1;

@@ -173,8 +173,8 @@ void utls_hook_read_key_changed(SSL *s)
     } else {
         c->ern.cur.valid = 0;
     }
-    c->gen_start_known = c->offset_known;
-    c->gen_start_offset = c->next_offset;
+    c->gen_start_known = c->inorder.offset_known;
+    c->gen_start_offset = c->inorder.next_offset;
     c->failed.num = 0;
     utls_aead_search_free(c->probe.search); /* made again for the new key */
     c->probe.search = NULL;
@@ -269,14 +269,14 @@ UTLS_HOT int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
         s->rwstate = SSL_READING;
         return 0;
     }
-    c->stamp_inorder = out_info != NULL; /* note_inorder_info reads the clock */
+    c->inorder.stamp = out_info != NULL; /* note_inorder_info reads the clock */
     ret = SSL_read_ex(s, buf, len, out_read);
-    c->stamp_inorder = 0;
+    c->inorder.stamp = 0;
     if (ret > 0 && out_info != NULL) {
         if (c->last_info_valid) {
             *out_info = c->last_info; /* out of order (utls_hook_read_bytes) */
-        } else if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->inorder_info_valid) {
-            *out_info = c->inorder_info; /* in order (utls_hook_record_done) */
+        } else if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->inorder.info_valid) {
+            *out_info = c->inorder.info; /* in order (utls_hook_record_done) */
         } else {
             memset(out_info, 0, sizeof(*out_info)); /* mode off: no metadata */
             return ret;

@@ -29,11 +29,11 @@ void utls_ooo_sync(utls_conn *c)
     if (!c->stores_stale)
         return;
     if (!c->store_shared)
-        utls_reasm_advance(c->store, c->next_offset); /* the BIO trims its own */
-    utls_scan_advance(c->scan, c->next_offset);
+        utls_reasm_advance(c->store, c->inorder.next_offset); /* the BIO trims its own */
+    utls_scan_advance(c->scan, c->inorder.next_offset);
     for (i = 2 - c->num_idle_anchors; i < 2; i++)
         utls_seqpred_add_anchor(c->pred, &c->idle_anchor[i]);
-    utls_seqpred_advance(c->pred, c->next_offset);
+    utls_seqpred_advance(c->pred, c->inorder.next_offset);
     c->num_idle_anchors = 0;
     c->stores_stale = 0;
 }
@@ -272,7 +272,7 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
     utls_seqpred_query q;
     const unsigned char *wire = run->data + (hit->offset - run->offset);
 
-    if (hit->offset < c->next_offset)
+    if (hit->offset < c->inorder.next_offset)
         return 0;
     memset(&q, 0, sizeof(q));
     q.offset = hit->offset;
@@ -353,7 +353,7 @@ int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
         size_t before = allowance;
         int drop = 0;
 
-        if (hit.offset < c->next_offset
+        if (hit.offset < c->inorder.next_offset
             || !utls_reasm_find_run(c->store, &run, hit.offset)
             || run.offset + run.len < hit.offset + SSL3_RT_HEADER_LENGTH + hit.len) {
             drop = 1; /* passed in order, or no longer held */

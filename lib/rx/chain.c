@@ -129,7 +129,7 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
     int verified = 0;
 
     if (!c->chain.valid || !c->tls13 || c->next.seen || c->ern.tokens_ready
-        || offset < c->chain.off || c->chain.off < c->next_offset
+        || offset < c->chain.off || c->chain.off < c->inorder.next_offset
         || !utls_reasm_find_run(c->store, &run, c->chain.off)
         || offset >= run.offset + run.len)
         return 0;

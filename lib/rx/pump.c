@@ -76,7 +76,7 @@ int utls_store_refresh(SSL *s, utls_conn *c)
         rl.max_bytes = c->limits.max_bytes_held;
         rl.max_fragments = c->limits.max_fragments;
         rl.max_window = c->limits.max_window;
-        c->reasm = utls_reasm_new(&rl, c->next_offset);
+        c->reasm = utls_reasm_new(&rl, c->inorder.next_offset);
     }
     c->store = c->reasm;
     return c->store != NULL;
@@ -94,7 +94,7 @@ uint64_t utls_store_epoch(const utls_conn *c)
  * the in-order stream, as a copy would have been dropped. */
 static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *f)
 {
-    return f->offset + f->len - c->next_offset > c->limits.max_window
+    return f->offset + f->len - c->inorder.next_offset > c->limits.max_window
         || utls_reasm_bytes_held(c->store) > c->limits.max_bytes_held
         || utls_reasm_num_fragments(c->store) > c->limits.max_fragments;
 }

@@ -12,6 +12,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/utls.h>
 
 #include "utls/reasm.h"
 #include "utls/scan.h"
@@ -75,6 +76,21 @@ typedef struct {
     unsigned char *spare[UTLS_MAX_SPARE_BUFS];
     size_t num_spare;
 } utls_ready_queue;
+
+/* The in-order path as the receive path sees it (utls_conn_st.inorder),
+ * kept by the record hooks. |next_offset| is the stream offset of the next
+ * record header OpenSSL's record code will read. */
+typedef struct {
+    int offset_known;
+    uint64_t next_offset;
+    uint64_t cur_offset; /* the record being processed in order */
+    size_t cur_wire_len;
+    int stamp;           /* UTLS_read_record() with out_info runs */
+    int cur_has_nonce;   /* the record's first 8 ciphertext bytes, for the */
+    uint64_t cur_nonce;  /* explicit-nonce delta of TLS 1.2 GCM/CCM */
+    UTLS_RECORD_INFO info; /* the last in-order application record */
+    int info_valid;
+} utls_rx_inorder;
 
 /* The next key generation (TLS 1.3): the key a KeyUpdate from the peer would
  * install next, for records that arrive past a hole that hides the KeyUpdate
