@@ -327,8 +327,11 @@ if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
 fi
 
 # --- 5. Configure out of tree, as Debian does (build_shared/) ---------------
-# Configure runs again when the options or the set of our source files change.
-our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' lib/*/*.c core/*.c core/src/*.c provider/aeadsearch_client.c | sort)
+# Configure runs again when the options or the set of our source files change,
+# headers included: a header that moved would otherwise stay named in the
+# dependencies `make depend` merged into the Makefile ("No rule to make target").
+our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' lib/*/*.c lib/*/*.h core/*.c core/src/*.c \
+    core/include/utls/*.h provider/aeadsearch_client.c provider/include/utls/*.h | sort)
 conf_id=$( (echo "$patch_id"; echo "$CONFIGURE_OPTIONS"; echo "$our_files") | sha256sum | cut -d' ' -f1)
 bs=$tree/build_shared
 if [ "$(cat "$bs/.utls-configured" 2>/dev/null)" != "$conf_id" ]; then
