@@ -299,7 +299,11 @@ if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
     apply_series "$patch_dir" "$series" uTLS
     # Our own sources are linked in, never copied: the tree always builds the
     # files in the repository. The patched ssl/build.info compiles them.
-    ln -s "$repo/openssl-patch/src" "$tree.tmp/ssl/utls"
+    # The glue (the only uTLS code that includes ssl_local.h) sits in ssl/,
+    # where the hook patches include "utls/utls_hooks.h"; the runtime is
+    # linked beside utls-core/, its glue/ compiled through ssl/utls only.
+    ln -s "$repo/lib/glue" "$tree.tmp/ssl/utls"
+    ln -s "$repo/lib" "$tree.tmp/utls-lib"
     ln -s "$repo/core" "$tree.tmp/utls-core"
     ln -s "$repo/provider" "$tree.tmp/utls-provider"
     ln -s "$repo/include/openssl/utls.h" "$tree.tmp/include/openssl/utls.h"
@@ -308,8 +312,11 @@ if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
 fi
 
 # --- 5. Configure out of tree, as Debian does (build_shared/) ---------------
-# Configure runs again when the options or the set of our source files change.
-our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' openssl-patch/src/*.c core/*.c core/src/*.c provider/aeadsearch_client.c | sort)
+# Configure runs again when the options or the set of our source files change,
+# headers included: a header that moved would otherwise stay named in the
+# dependencies `make depend` merged into the Makefile ("No rule to make target").
+our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' lib/*/*.c lib/*/*.h core/*.c core/src/*.c \
+    core/include/utls/*.h provider/aeadsearch_client.c provider/include/utls/*.h | sort)
 conf_id=$( (echo "$patch_id"; echo "$CONFIGURE_OPTIONS"; echo "$our_files") | sha256sum | cut -d' ' -f1)
 bs=$tree/build_shared
 if [ "$(cat "$bs/.utls-configured" 2>/dev/null)" != "$conf_id" ]; then

@@ -26,7 +26,7 @@
 #include <openssl/params.h>
 
 #include "aead_layout.h"
-#include "be64.h"
+#include "utls/be64.h"
 #include "utls/aeadsearch.h"
 
 struct utls_aead_search_st {

@@ -3,7 +3,7 @@
  * neither version branches on or indexes memory by operand bits.
  */
 #include "gf128.h"
-#include "be64.h"
+#include "utls/be64.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 # define UTLS_GF128_CLMUL 1

@@ -41,7 +41,7 @@
 #include <openssl/modes.h>
 
 #include "aead_layout.h"
-#include "be64.h"
+#include "utls/be64.h"
 #include "gf128.h"
 #include "search.h"
 #include "utls/aeadsearch.h"

@@ -21,8 +21,8 @@ if(TARGET utls_aeadsearch AND TARGET utls_provider)
         USES_TERMINAL)
     add_dependencies(bench_all bench_probe_cost)
 
-    add_test(NAME bench_smoke_probe_cost
+    add_test(NAME bench.smoke_probe_cost
              COMMAND utls_bench_probe_cost --quick --module-dir ${UTLS_PROVIDER_MODULE_DIR}
                      --out ${CMAKE_CURRENT_BINARY_DIR}/probe_cost-smoke.json)
-    set_tests_properties(bench_smoke_probe_cost PROPERTIES LABELS bench-smoke TIMEOUT 300)
+    set_tests_properties(bench.smoke_probe_cost PROPERTIES LABELS bench-smoke TIMEOUT 300)
 endif()

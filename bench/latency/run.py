@@ -25,7 +25,7 @@ and keeps every per-record log under OUT/latency/.
 
 Usage (as root; `make bench` runs it through the bench_latency target):
   run.py --build BUILD [--out DIR] [--quick] [--no-sweeps] [--no-quic]
-  run.py --smoke --build BUILD --out DIR   (ctest bench_smoke_latency_quic)
+  run.py --smoke --build BUILD --out DIR   (ctest bench.smoke_latency_quic)
 Progress goes to stderr.
 """
 import argparse
@@ -921,7 +921,7 @@ def check_doc(doc, modes, count):
 
 
 def smoke(setup, a):
-    """ctest bench_smoke_latency_quic: the QUIC modes for a few dozen
+    """ctest bench.smoke_latency_quic: the QUIC modes for a few dozen
     messages on the usual path (100 ms RTT, 2% loss), the JSON written and
     read back, and check_doc."""
     count = 40

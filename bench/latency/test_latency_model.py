@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Unit test of bench/latency's loss-recovery model and helpers (ctest
-bench_latency_model, label unit). No network, no root.
+bench.latency_model, label unit). No network, no root.
 
   * analyze.records_delayed_per_loss against counts worked out by hand from
     the per-record latencies (one-way 50 ms, RTT 100 ms, records every 20 ms);

@@ -29,7 +29,7 @@ on those packets (it uses bench/latency/analyze.py's pcap reader).
   run.py --build BUILD --out OUT [--count N] [--smoke] [--prefix P]
 
 --smoke: a short run (200 messages) that checks the JSON's structure and
-the order assertion (ctest bench_smoke_streams). Needs root.
+the order assertion (ctest bench.smoke_streams). Needs root.
 """
 import argparse
 import json

@@ -1,7 +1,7 @@
 /*
  * Explicit record numbers negotiated under encryption (docs/ern.md), in
  * process: two fork endpoints in memory, the client's records through the
- * lossy segment network (tests/unordered/lossy.h) into the server's segment
+ * lossy segment network (tests/common/lossy.h) into the server's segment
  * BIO. With --json FILE it also writes the probes per out-of-order record for
  * constant, variable and mixed record sizes (bench: ern.probes_per_ooo_record,
  * TLS 1.3; ern.probes_per_ooo_record_by_version for TLS 1.3 and TLS 1.2).

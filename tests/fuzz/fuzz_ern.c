@@ -1,12 +1,12 @@
 /* fuzz_ern.c: libFuzzer target for the receive path of explicit record
- * numbers (docs/ern.md; openssl-patch/src/utls_ern.c, patches 0006-0008):
+ * numbers (docs/ern.md; lib/ern/ and lib/glue/ern_*.c, patches 0006-0008):
  * the in-order number check with its reorder window and replay bitmap, the
  * out-of-order number search (utls_ern_ooo_find) and the number hints, under
  * the segment BIO or the uTCP BIO, fed bytes an attacker chose.
  *
  * Per input, a client (the sender) and a server (the receiver, in
  * SSL_MODE_UNORDERED), both with SSL_MODE_UTLS_NEGOTIATE, make a real
- * handshake in memory (tests/unordered/uharness.c) and negotiate numbers for
+ * handshake in memory (tests/common/uharness.c) and negotiate numbers for
  * the client's direction: the client reads the server's offer (TLS 1.3
  * tickets, TLS 1.2 Finished) and sends the accept (UTLS_ern_flush); the
  * server must then report UTLS_ERN_RX and the client UTLS_ERN_TX, or the
@@ -100,7 +100,7 @@
 
 /*-
  * Block tests (docs/ern.md, "Security argument" under "Sending out of
- * sequence order", and utls_ern.c):
+ * sequence order", lib/glue/ern_hooks.c and lib/ern/window.c):
  *  - in order, per application-data record that reaches the check: the
  *    counted number, the out-of-order side's hint, then the window nearest
  *    first (63 ahead, 64 behind): at most 129 counted (the replay and

@@ -5,7 +5,7 @@
  *
  * Per input, a client (the sender) and a server (the receiver, in
  * SSL_MODE_UNORDERED behind the segment BIO or the uTCP BIO) make a real
- * handshake in memory (tests/unordered/uharness.c). The first four bytes
+ * handshake in memory (tests/common/uharness.c). The first four bytes
  * choose the configuration:
  *   [0] suite (TLS 1.3 AES-128-GCM, AES-256-GCM, ChaCha20-Poly1305,
  *       AES-128-CCM; TLS 1.2 ECDHE AES-128/256-GCM, ChaCha20, AES-128-CCM,

@@ -1,5 +1,5 @@
 /* fuzz_streams.c: libFuzzer target for the sub-stream header parser and
- * reorder buffer (openssl-patch/src/utls_streamq.c, docs/substreams.md).
+ * reorder buffer (lib/streams/streamq.c, docs/substreams.md).
  * The input is a script of records as UTLS_stream_read() would see them:
  *   each: u8 flags (bit 0: the record came in order; bit 1: take it held, as
  *         for a too-small buffer), u16 length, then that many plaintext bytes
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utls_streamq.h"
+#include "streams/utls_streamq.h"
 
 #define CHECK(c)                                                                        \
     do {                                                                                \

@@ -8,7 +8,7 @@
 # libFuzzer flags (e.g. "-seed=2 -len_control=20").
 #
 # fuzz_cobs, fuzz_reasm, fuzz_scan, fuzz_ucobs: core/ on its own.
-# fuzz_streams: the sub-stream reorder buffer (openssl-patch/src).
+# fuzz_streams: the sub-stream reorder buffer (lib/streams/).
 # fuzz_receiver: the fork's whole out-of-order receive path (see the header
 #   of fuzz_receiver.c: a real handshake per input, then a program of genuine,
 #   duplicated, tampered and forged segments and reads, with a ground-truth
@@ -45,8 +45,8 @@ for t in "${targets[@]}"; do
     "$cc" "${flags[@]}" -o "$out/$t" "$here/$t.c" "$root"/core/src/*.c
 done
 # The sub-stream reorder buffer lives in the fork's sources, not in core/.
-"$cc" "${flags[@]}" -I"$root/include" -I"$root/openssl-patch/src" -o "$out/fuzz_streams" \
-    "$here/fuzz_streams.c" "$root/openssl-patch/src/utls_streamq.c"
+"$cc" "${flags[@]}" -I"$root/include" -I"$root/lib" -o "$out/fuzz_streams" \
+    "$here/fuzz_streams.c" "$root/lib/streams/streamq.c"
 targets+=(fuzz_streams)
 # The AEAD search: the provider and its client, against the system libcrypto.
 "$cc" "${flags[@]}" -DUTLS_GF128_TEST_HOOK -I"$root/provider" -I"$root/provider/include" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # forged_segments.sh BINDIR STATS_DUMP_SO [--good-checksum]
-# Issue 5, done-when 4 (ctest net_forged_segments, label net).
+# Issue 5, done-when 4 (ctest net.forged_segments, label net).
 #
 # What it does. tools/testbed (100 ms RTT, 2% seeded loss) carries a uTLS
 # stream of 800 records (1448 plaintext bytes, one every 10 ms) from the
@@ -165,7 +165,7 @@ check(0 <= probes <= hdrs * ppr,
 # A generous ceiling (a quarter of one core over the 8 s transfer); measured
 # ~0.1 s. Unbounded probing (64 per forged header) would cost far more.
 CPU_MAX_MS = 2000
-BURST = 256  # UTLS_PROBE_BUDGET_BURST (openssl-patch/src/utls_local.h)
+BURST = 256  # UTLS_PROBE_BUDGET_BURST (lib/common/utls_common.h)
 bound = BURST + t.get("payload_bytes", 0) * ppk / 1024
 check(probes <= bound,
       "probe work bounded: probes %d <= %d + tap payload %d B x %d/KiB = %.0f "

@@ -4,7 +4,7 @@
 # crypto/tls (tests/interop-peers/go, built at test time with the standard
 # library only). One ctest per peer and
 # version, every cipher of the issue's list the peer offers; label unordered.
-add_executable(utls_interop utls_interop.c uharness.c)
+add_executable(utls_interop utls_interop.c ${UTLS_TEST_COMMON}/uharness.c)
 target_link_libraries(utls_interop PRIVATE utls_lossy utls::ssl)
 target_compile_options(utls_interop PRIVATE -Wall -Wextra)
 set_target_properties(utls_interop PROPERTIES BUILD_RPATH ${UTLS_LIB_DIR})

@@ -32,7 +32,7 @@
 #include "uharness.h"
 
 /* The segment BIO's bound on runs held past a hole (UTLS_SEG_MAX_RUNS in
- * utls_bio.c): one more and the farthest run is evicted. */
+ * lib/bio/segstore_local.h): one more and the farthest run is evicted. */
 #define SEG_MAX_RUNS 65536
 
 /* Record 0 is the hole; records 1..NUM_MIDDLE fill the middle; the last one

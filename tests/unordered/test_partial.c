@@ -164,7 +164,7 @@ static void test_env_word_sets_partial(void **state)
     SSL *s;
 
     (void)state;
-    /* UTLS_MODE is read when an SSL_CTX is made (utls_conf.c). */
+    /* UTLS_MODE is read when an SSL_CTX is made (lib/glue/conf.c). */
     setenv("UTLS_MODE", "unordered", 1);
     ctx = SSL_CTX_new(TLS_server_method());
     unsetenv("UTLS_MODE");

@@ -42,7 +42,7 @@
 
 #include "uharness.h"
 
-/* BIO controls of the fragment sources (utls_local.h, internal to libssl). */
+/* BIO controls of the fragment sources (lib/bio/utls_bio.h, internal to libssl). */
 #define CTRL_READ_OFFSET 0x7575
 #define CTRL_DISCARD 0x7579
 typedef struct {
@@ -674,7 +674,7 @@ static void test_storeread_ssl_read_ahead_falls_back(void **state)
 }
 
 /* The segment BIO's bound on runs held past a hole (UTLS_SEG_MAX_RUNS in
- * utls_bio.c): one more and the farthest run is evicted. */
+ * lib/bio/segstore_local.h): one more and the farthest run is evicted. */
 #define SEG_MAX_RUNS 65536
 
 /*

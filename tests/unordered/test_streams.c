@@ -25,7 +25,7 @@
 
 #include "lossy.h"
 #include "uharness.h"
-#include "utls_streamq.h" /* the reorder buffer itself, for its limits */
+#include "streams/utls_streamq.h" /* the reorder buffer itself, for its limits */
 
 #define NUM_STREAMS 4
 #define MAX_RECORDS 4096

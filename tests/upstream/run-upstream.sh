@@ -106,12 +106,12 @@ do_build() {
 
     # Inputs of the build: the patched+configured tree (its stamps), our sources
     # compiled into the tree's libssl.a (followed through the ssl/utls and
-    # utls-core links), this script and the target list.
+    # utls-lib and utls-core links), this script and the target list.
     key=$( {
         cat "$src/.utls-patched" "$bld/.utls-configured" 2>/dev/null
         sha256sum "$self" "$here/tls13secretstest-mocks.c"
         printf '%s\n' "${targets[@]}"
-        (cd "$src" && find -L ssl/utls utls-core include/openssl/utls.h -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null |
+        (cd "$src" && find -L ssl/utls utls-lib utls-core include/openssl/utls.h -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null |
             sort | xargs -r sha256sum)
     } | sha256sum | cut -d' ' -f1)
 
@@ -128,8 +128,8 @@ do_build() {
         if ! ( cd "$bld" && make -s build_generated && make -s depend &&
                make -o libssl.so.3 -j"$jobs" "${mk_targets[@]}" ) >"$logs/build.log" 2>&1; then
             grep -E 'error|Error' "$logs/build.log" | head -20 >&2
-            if grep -qE '(ssl/utls|utls-core)/' "$logs/build.log"; then
-                note "the failure is in uTLS sources (ssl/utls -> openssl-patch/src, utls-core -> core): fix them first" >&2
+            if grep -qE '(ssl/utls|utls-lib|utls-core)/' "$logs/build.log"; then
+                note "the failure is in uTLS sources (ssl/utls -> lib/glue, utls-lib -> lib, utls-core -> core): fix them first" >&2
             fi
             die "OpenSSL's make failed (full log: $logs/build.log)"
         fi

@@ -2,7 +2,7 @@
  * utls_streamq: the sub-stream header codec and the per-connection reorder
  * buffer behind UTLS_stream_read() (docs/substreams.md). Pure C with no
  * OpenSSL calls, so that the fuzz target (tests/fuzz/fuzz_streams.c) can
- * drive it directly; utls_streams.c is the SSL glue.
+ * drive it directly; lib/streams/streams.c is the SSL glue.
  */
 #ifndef UTLS_STREAMQ_H
 #define UTLS_STREAMQ_H

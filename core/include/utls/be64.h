@@ -1,11 +1,11 @@
 /*
- * be64.h: big-endian 64-bit loads and stores for the provider and its libssl
- * client (sequence numbers in nonces and AAD, GHASH blocks). Written out byte
- * by byte, which compilers turn into one byte-swapping load or store.
- * Internal to the provider.
+ * be64.h: big-endian 64-bit loads and stores (sequence numbers in nonces and
+ * AAD, GHASH blocks), for the provider, its libssl client and the runtime:
+ * one copy. Written out byte by byte, which compilers turn into one
+ * byte-swapping load or store. Pure C (core/).
  */
-#ifndef UTLS_PROVIDER_BE64_H
-#define UTLS_PROVIDER_BE64_H
+#ifndef UTLS_BE64_H
+#define UTLS_BE64_H
 
 #include <stdint.h>
 

@@ -6,7 +6,7 @@
  * those that arrived ahead of a gap in their own stream.
  *
  * The state hangs off the SSL as ex_data, so that nothing of the unordered
- * read path (utls_read.c) changes; it is made by the first
+ * read path (lib/rx/) changes; it is made by the first
  * UTLS_stream_enable() and freed with the SSL.
  */
 #include <string.h>
@@ -16,8 +16,9 @@
 #include <openssl/ssl.h>
 #include <openssl/utls.h>
 
-#include "utls_local.h"
-#include "utls_streamq.h"
+#include "common/utls_conn.h"
+#include "glue/utls_glue.h"
+#include "streams/utls_streamq.h"
 
 typedef struct {
     int enabled;
@@ -114,10 +115,10 @@ size_t UTLS_stream_max_message(const SSL *s)
     if (s == NULL)
         return 0;
     /* What one SSL_write puts in one record (as UTLS_sched_max_message). */
-    max = ssl_get_max_send_fragment(s);
+    max = utls_max_send_fragment(s);
     max -= utls_hook_write_overhead((SSL *)s);
-    if (s->max_pipelines > 1 && ssl_get_split_send_fragment(s) < max)
-        max = ssl_get_split_send_fragment(s);
+    if (utls_max_pipelines(s) > 1 && utls_split_send_fragment(s) < max)
+        max = utls_split_send_fragment(s);
     return max > UTLS_STREAM_MAX_HEADER ? max - UTLS_STREAM_MAX_HEADER : 0;
 }
 
@@ -301,9 +302,9 @@ int UTLS_stream_read(SSL *s, void *buf, size_t len, size_t *out_read,
         }
         if (!UTLS_read_record(s, target, SSL3_RT_MAX_PLAIN_LENGTH, &n, &rinfo))
             return 0; /* SSL_get_error() says why */
-        if ((s->mode & SSL_MODE_UNORDERED) == 0 || !rinfo.out_of_order) {
+        if ((SSL_get_mode(s) & SSL_MODE_UNORDERED) == 0 || !rinfo.out_of_order) {
             flags |= UTLS_SQ_IN_ORDER;
-            if ((s->mode & SSL_MODE_UNORDERED) != 0
+            if ((SSL_get_mode(s) & SSL_MODE_UNORDERED) != 0
                 && (r = utls_streamq_check_inorder(st->q, &rinfo)) != UTLS_SQ_OK)
                 return streams_fail(st, r, &rinfo);
         }

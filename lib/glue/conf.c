@@ -19,7 +19,7 @@
 
 #include <openssl/err.h>
 
-#include "utls_local.h"
+#include "glue_local.h"
 
 /*
  * utls_parse_mode turns "unordered" (or "off") into mode bits to set and clear,

@@ -8,17 +8,19 @@
 
 #include <openssl/err.h>
 
-#include "utls_local.h"
+#include "common/utls_conn.h"
+#include "glue/utls_glue.h"
 
 /* --- Errors -------------------------------------------------------------- */
 
 static CRYPTO_ONCE utls_err_once = CRYPTO_ONCE_STATIC_INIT;
+
 static int utls_err_lib = 0;
 
 /* The texts come from the one table of reasons, lib/reasons.txt (tools/mkerr.py). */
 static ERR_STRING_DATA utls_reason_strings[] = {
     {0, "uTLS"}, /* the library name; its code is filled in at load time */
-#include "../../lib/common/utls_reasons.inc"
+#include "utls_reasons.inc"
     {0, NULL}};
 
 static void utls_err_load(void)
@@ -98,53 +100,24 @@ int UTLS_set_limits(SSL *s, const UTLS_LIMITS *limits)
     return 1;
 }
 
-int UTLS_get_limits(const SSL *s, UTLS_LIMITS *out_limits)
-{
-    if (s == NULL || out_limits == NULL)
-        return 0;
-    if (s->utls != NULL)
-        *out_limits = s->utls->limits;
-    else
-        UTLS_limits_default(out_limits);
-    return 1;
-}
-
-/* --- Connection state ---------------------------------------------------- */
-
-/* utls_conn_get returns |s|'s uTLS state, creating it on first use. */
-utls_conn *utls_conn_get(SSL *s)
-{
-    utls_conn *c = s->utls;
-
-    if (c != NULL)
-        return c;
-    c = OPENSSL_zalloc(sizeof(*c));
-    if (c == NULL)
-        return NULL;
-    UTLS_limits_default(&c->limits);
-    c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
-    s->utls = c;
-    return c;
-}
-
 static void utls_ready_clear(utls_conn *c)
 {
     size_t i;
 
     /* Rare: always wipe. */
-    for (i = 0; i < c->num_ready; i++) {
-        OPENSSL_cleanse(c->ready[i].data, c->ready[i].len);
-        OPENSSL_free(c->ready[i].buf);
+    for (i = 0; i < c->ready.num; i++) {
+        OPENSSL_cleanse(c->ready.rec[i].data, c->ready.rec[i].len);
+        OPENSSL_free(c->ready.rec[i].buf);
     }
-    c->num_ready = 0;
-    if (c->partial_active) {
-        OPENSSL_cleanse(c->partial.data, c->partial.len);
-        OPENSSL_free(c->partial.buf);
+    c->ready.num = 0;
+    if (c->ready.partial_active) {
+        OPENSSL_cleanse(c->ready.partial.data, c->ready.partial.len);
+        OPENSSL_free(c->ready.partial.buf);
     }
-    c->partial_active = 0;
-    for (i = 0; i < c->num_spare; i++)
-        OPENSSL_clear_free(c->spare[i], UTLS_SCRATCH_LEN);
-    c->num_spare = 0;
+    c->ready.partial_active = 0;
+    for (i = 0; i < c->ready.num_spare; i++)
+        OPENSSL_clear_free(c->ready.spare[i], UTLS_SCRATCH_LEN);
+    c->ready.num_spare = 0;
 }
 
 /*
@@ -183,41 +156,24 @@ void utls_conn_clear(utls_conn *c)
     limits = c->limits;
     utls_ooo_reset(c);
     utls_ready_clear(c);
-    OPENSSL_free(c->ready);
-    OPENSSL_free(c->ahead.mem); /* the seqsets' arrays (utls_read.c) */
-    OPENSSL_free(c->next_ahead.mem);
-    utls_seqpred_free(c->pred_next);
-    EVP_CIPHER_CTX_free(c->probe_ctx);
-    EVP_CIPHER_CTX_free(c->next_ctx);
-    OPENSSL_cleanse(c->next_iv, sizeof(c->next_iv));
-    utls_ern_keys_clear(&c->ern_cur);
-    utls_ern_keys_clear(&c->ern_next);
-    OPENSSL_cleanse(c->ern12_rx_key, sizeof(c->ern12_rx_key));
-    OPENSSL_cleanse(c->ern12_rx_iv, sizeof(c->ern12_rx_iv));
-    utls_aead_search_free(c->search);
-    OPENSSL_free(c->search_out);
+    OPENSSL_free(c->ready.rec);
+    utls_seqset_free(&c->ahead); /* the seqsets' arrays (core/src/seqset.c) */
+    utls_seqset_free(&c->next.ahead);
+    utls_seqpred_free(c->next.pred);
+    EVP_CIPHER_CTX_free(c->probe.ctx);
+    EVP_CIPHER_CTX_free(c->next.ctx);
+    OPENSSL_cleanse(c->next.iv, sizeof(c->next.iv));
+    utls_ern_keys_clear(&c->ern.cur);
+    utls_ern_keys_clear(&c->ern.next);
+    OPENSSL_cleanse(c->ern.tls12_rx_key, sizeof(c->ern.tls12_rx_key));
+    OPENSSL_cleanse(c->ern.tls12_rx_iv, sizeof(c->ern.tls12_rx_iv));
+    utls_aead_search_free(c->probe.search);
+    OPENSSL_free(c->probe.search_out);
     if (c->scratch != NULL)
         OPENSSL_clear_free(c->scratch, UTLS_SCRATCH_LEN);
     memset(c, 0, sizeof(*c));
     c->limits = limits;
     c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
-}
-
-/* --- Statistics ---------------------------------------------------------- */
-
-int UTLS_get_stats(const SSL *s, UTLS_STATS *out_stats)
-{
-    if (s == NULL || out_stats == NULL)
-        return 0;
-    if (s->utls != NULL) {
-        *out_stats = s->utls->stats;
-    } else {
-        memset(out_stats, 0, sizeof(*out_stats));
-        out_stats->fallback = UTLS_FALLBACK_HANDSHAKE; /* nothing read yet */
-    }
-    if ((s->mode & SSL_MODE_UNORDERED) == 0)
-        out_stats->fallback = UTLS_FALLBACK_NOT_ENABLED;
-    return 1;
 }
 
 const char *UTLS_fallback_string(UTLS_FALLBACK reason)

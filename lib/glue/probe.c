@@ -7,7 +7,7 @@
  * verifies out of order exactly when it would verify in order. Only the state
  * differs, and only for the duration of the call: the read sequence number is
  * the candidate, the cipher context is the connection's private copy of the
- * read context (see utls_conn_st.probe_ctx; a failed tag must not touch the
+ * read context (see utls_conn_st.probe.ctx; a failed tag must not touch the
  * real one), and the record is a copy in c->scratch. Every cipher sets its
  * nonce or IV per record, so one copy serves every probe of a key. Everything is
  * restored before returning, and errors the failed check pushed are removed:
@@ -36,10 +36,10 @@
 #include <openssl/params.h>
 #include <openssl/provider.h>
 
-#include "utls_local.h"
+#include "glue_local.h"
 
-/* One copy of the big-endian helpers for the fork: the provider's. */
-#include "utls-provider/be64.h"
+/* The big-endian helpers (core/, one copy for the fork and the provider). */
+#include "utls/be64.h"
 #define put_be64 utls_store_be64
 
 /* The bytes at the end of a TLS 1.3 record copied for the tag check: the
@@ -60,8 +60,8 @@ int utls_next_key_setup(SSL *s, utls_conn *c)
     size_t hashlen, keylen, ivlen, taglen = 0;
     int l, ok = 0;
 
-    c->next_valid = 0;
-    c->next_gcm_inv = UTLS_GCM_INV_UNKNOWN; /* next_ctx is keyed anew */
+    c->next.valid = 0;
+    c->probe.next_gcm_inv = UTLS_GCM_INV_UNKNOWN; /* next.ctx is keyed anew */
     if (md == NULL || ciph == NULL || (l = EVP_MD_get_size(md)) <= 0)
         return 0;
     hashlen = (size_t)l;
@@ -74,24 +74,24 @@ int utls_next_key_setup(SSL *s, utls_conn *c)
     } else {
         ivlen = (size_t)EVP_CIPHER_get_iv_length(ciph);
     }
-    if (keylen > sizeof(key) || ivlen > sizeof(c->next_iv))
+    if (keylen > sizeof(key) || ivlen > sizeof(c->next.iv))
         return 0;
-    if (c->next_ctx == NULL && (c->next_ctx = EVP_CIPHER_CTX_new()) == NULL)
+    if (c->next.ctx == NULL && (c->next.ctx = EVP_CIPHER_CTX_new()) == NULL)
         return 0;
     /* The same derivation as tls13_update_key(), argument for argument. */
     if (!tls13_hkdf_expand(s, md, insecret, label, sizeof(label) - 1, NULL, hashlen, secret,
                            hashlen, 0)
         || !tls13_derive_key(s, md, secret, key, keylen)
-        || !tls13_derive_iv(s, md, secret, c->next_iv, ivlen))
+        || !tls13_derive_iv(s, md, secret, c->next.iv, ivlen))
         goto end;
-    if (EVP_CipherInit_ex(c->next_ctx, ciph, NULL, NULL, NULL, 0) <= 0
-        || EVP_CIPHER_CTX_ctrl(c->next_ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)ivlen, NULL) <= 0
+    if (EVP_CipherInit_ex(c->next.ctx, ciph, NULL, NULL, NULL, 0) <= 0
+        || EVP_CIPHER_CTX_ctrl(c->next.ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)ivlen, NULL) <= 0
         || (taglen != 0
-            && EVP_CIPHER_CTX_ctrl(c->next_ctx, EVP_CTRL_AEAD_SET_TAG, (int)taglen, NULL) <= 0)
-        || EVP_CipherInit_ex(c->next_ctx, NULL, NULL, key, NULL, -1) <= 0)
+            && EVP_CIPHER_CTX_ctrl(c->next.ctx, EVP_CTRL_AEAD_SET_TAG, (int)taglen, NULL) <= 0)
+        || EVP_CipherInit_ex(c->next.ctx, NULL, NULL, key, NULL, -1) <= 0)
         goto end;
-    c->next_ivlen = ivlen;
-    c->next_valid = 1;
+    c->probe.next_ivlen = ivlen;
+    c->next.valid = 1;
     ok = 1;
 end:
     OPENSSL_cleanse(secret, sizeof(secret));
@@ -104,8 +104,8 @@ void utls_probe13_setup(SSL *s, utls_conn *c)
     uint32_t alg_enc;
     int ivlen;
 
-    c->probe13_taglen = 0;
-    c->probe13_ccm = 0;
+    c->probe.tls13_taglen = 0;
+    c->probe.tls13_ccm = 0;
     if (!SSL_IS_TLS13(s) || s->s3.tmp.new_cipher == NULL || s->enc_read_ctx == NULL
         || (ivlen = EVP_CIPHER_CTX_get_iv_length(s->enc_read_ctx)) < SEQ_NUM_SIZE
         || ivlen > EVP_MAX_IV_LENGTH)
@@ -113,15 +113,15 @@ void utls_probe13_setup(SSL *s, utls_conn *c)
     /* The tag length exactly as tls13_enc() derives it for reading. */
     alg_enc = s->s3.tmp.new_cipher->algorithm_enc;
     if (alg_enc & SSL_AESCCM) {
-        c->probe13_taglen = (alg_enc & (SSL_AES128CCM8 | SSL_AES256CCM8)) ? EVP_CCM8_TLS_TAG_LEN
+        c->probe.tls13_taglen = (alg_enc & (SSL_AES128CCM8 | SSL_AES256CCM8)) ? EVP_CCM8_TLS_TAG_LEN
                                                                            : EVP_CCM_TLS_TAG_LEN;
-        c->probe13_ccm = 1;
+        c->probe.tls13_ccm = 1;
     } else if (alg_enc & SSL_AESGCM) {
-        c->probe13_taglen = EVP_GCM_TLS_TAG_LEN;
+        c->probe.tls13_taglen = EVP_GCM_TLS_TAG_LEN;
     } else if (alg_enc & SSL_CHACHA20) {
-        c->probe13_taglen = EVP_CHACHAPOLY_TLS_TAG_LEN;
+        c->probe.tls13_taglen = EVP_CHACHAPOLY_TLS_TAG_LEN;
     }
-    c->probe13_ivlen = (size_t)ivlen;
+    c->probe.tls13_ivlen = (size_t)ivlen;
 }
 
 /*
@@ -230,7 +230,7 @@ static int utls_probe13(utls_conn *c, EVP_CIPHER_CTX *ctx, int *gcm_inv,
                         SSL3_RECORD *rec)
 {
     unsigned char iv[EVP_MAX_IV_LENGTH], aad[SSL3_RT_HEADER_LENGTH];
-    size_t taglen = c->probe13_taglen, ctlen = wire_len - SSL3_RT_HEADER_LENGTH, off;
+    size_t taglen = c->probe.tls13_taglen, ctlen = wire_len - SSL3_RT_HEADER_LENGTH, off;
     int lenu, lenf, ok, keyed;
 
     /* tls13_enc(): at least one byte of content type besides the tag; the
@@ -250,7 +250,7 @@ static int utls_probe13(utls_conn *c, EVP_CIPHER_CTX *ctx, int *gcm_inv,
     aad[3] = (unsigned char)((ctlen + taglen) >> 8);
     aad[4] = (unsigned char)(ctlen + taglen);
     if (*gcm_inv == UTLS_GCM_INV_UNKNOWN)
-        *gcm_inv = c->probe13_ccm ? UTLS_GCM_INV_NO
+        *gcm_inv = c->probe.tls13_ccm ? UTLS_GCM_INV_NO
                                   : utls_probe13_gcm_prime(ctx, static_iv, ivlen);
     if (*gcm_inv == UTLS_GCM_INV_READY && taglen == EVP_GCM_TLS_TAG_LEN) {
         /* The tag is stored before the nonce is set (the provider handles
@@ -273,7 +273,7 @@ static int utls_probe13(utls_conn *c, EVP_CIPHER_CTX *ctx, int *gcm_inv,
                                    (void *)(wire + wire_len - taglen)) > 0;
     }
     ok = keyed
-        && (!c->probe13_ccm || EVP_CipherUpdate(ctx, NULL, &lenu, NULL, (int)ctlen) > 0)
+        && (!c->probe.tls13_ccm || EVP_CipherUpdate(ctx, NULL, &lenu, NULL, (int)ctlen) > 0)
         && EVP_CipherUpdate(ctx, NULL, &lenu, aad, (int)sizeof(aad)) > 0
         && EVP_CipherUpdate(ctx, rec->data, &lenu, wire + SSL3_RT_HEADER_LENGTH, (int)ctlen) > 0
         && EVP_CipherFinal_ex(ctx, rec->data + lenu, &lenf) > 0
@@ -296,25 +296,26 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
     EVP_CIPHER_CTX *saved_ctx = s->enc_read_ctx;
     unsigned char saved_iv[EVP_MAX_IV_LENGTH];
     size_t mac_size = 0;
-    int ok = 0, mark = !c->probe_quiet_failure;
+    int ok = 0, mark = !c->probe.quiet_failure;
 
     if (wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN || saved_ctx == NULL
-        || (next_key ? !c->next_valid : !c->probe_ctx_valid))
+        || (next_key ? !c->next.valid : !c->probe.ctx_valid))
         return 0;
     memset(&rec, 0, sizeof(rec));
     memset(&macbuf, 0, sizeof(macbuf));
     rec.type = wire[0];
     rec.rec_version = ((unsigned int)wire[1] << 8) | wire[2];
     rec.length = rec.orig_len = wire_len - SSL3_RT_HEADER_LENGTH;
-    if (SSL_IS_TLS13(s) && rec.type == SSL3_RT_APPLICATION_DATA && c->probe13_taglen != 0) {
+    if (SSL_IS_TLS13(s) && rec.type == SSL3_RT_APPLICATION_DATA && c->probe.tls13_taglen != 0) {
         /* The direct path: the connection's read state is not touched. */
         rec.data = c->scratch + SSL3_RT_HEADER_LENGTH;
         if (mark)
             ERR_set_mark();
-        if (utls_probe13(c, next_key ? c->next_ctx : c->probe_ctx,
-                         next_key ? &c->next_gcm_inv : &c->probe_gcm_inv,
-                         next_key ? c->next_iv : s->read_iv,
-                         next_key ? c->next_ivlen : c->probe13_ivlen, wire, wire_len, seq, &rec))
+        if (utls_probe13(c, next_key ? c->next.ctx : c->probe.ctx,
+                         next_key ? &c->probe.next_gcm_inv : &c->probe.gcm_inv,
+                         next_key ? c->next.iv : s->read_iv,
+                         next_key ? c->probe.next_ivlen : c->probe.tls13_ivlen, wire, wire_len,
+                         seq, &rec))
             ok = utls_probe13_inner(&rec, out_pt, out_len, out_type);
         if (mark)
             ERR_pop_to_mark();
@@ -340,11 +341,11 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
 
     memcpy(saved_seq, rseq, SEQ_NUM_SIZE);
     put_be64(rseq, seq);
-    s->enc_read_ctx = next_key ? c->next_ctx : c->probe_ctx;
+    s->enc_read_ctx = next_key ? c->next.ctx : c->probe.ctx;
     if (next_key) {
         /* tls13_enc() forms the nonce from s->read_iv */
         memcpy(saved_iv, s->read_iv, sizeof(saved_iv));
-        memcpy(s->read_iv, c->next_iv, sizeof(saved_iv));
+        memcpy(s->read_iv, c->next.iv, sizeof(saved_iv));
     }
     /* A soft failure leaves the error queue as it was: with a mark, or for a
      * cipher whose failed tag check pushes nothing (probe_quiet_failure). */

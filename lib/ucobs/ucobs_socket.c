@@ -22,7 +22,8 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 
-#include "utls_local.h"
+#include "common/utls_common.h"
+#include "bio/utls_bio.h"
 #include "utls/ucobs.h"
 
 /*

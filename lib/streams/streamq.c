@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utls_streamq.h"
+#include "streams/utls_streamq.h"
 
 /* Varint bytes: a stream id below 256 needs 2, a sequence number below 2^56
  * needs 8. Anything longer is refused before it is decoded. */

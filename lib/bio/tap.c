@@ -30,35 +30,11 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
 #include <openssl/bio.h>
 #include <openssl/err.h>
-
-#include "utls_local.h"
-
-/*
- * The ring: 64 blocks of 128 KiB. A block holds at least one 64 KiB GRO
- * packet; the kernel hands a block over when it is full or after
- * UTLS_TAP_BLOCK_TIMEOUT_MS, so the ring covers at least 64 ms of traffic that
- * the application has not read yet. When it is full the kernel drops captured
- * copies only (counted in ring_drops): those records come in order.
- */
-#define UTLS_TAP_BLOCK_SIZE (1u << 17)
-#define UTLS_TAP_BLOCK_NR 64u
-#define UTLS_TAP_FRAME_SIZE (1u << 11)
-#define UTLS_TAP_BLOCK_TIMEOUT_MS 1
-/* ISNs remembered process-wide. Attack bounded: a SYN flood against a tapped
- * listener; past it the oldest entries are overwritten (those connections
- * then fall back to in-order delivery). */
-#define UTLS_TAP_MAX_ISNS 4096
-
-/* --- Addresses and the ISN registry -------------------------------------- */
-
-typedef struct {
-    int family;
-    unsigned char local[16], peer[16];
-    uint16_t lport, pport; /* host order */
-} tap_key;
+#include "common/utls_common.h"
+#include "bio/utls_bio.h"
+#include "bio/tap_local.h"
 
 typedef struct {
     tap_key key;
@@ -67,9 +43,13 @@ typedef struct {
 } isn_entry;
 
 static CRYPTO_ONCE tap_once = CRYPTO_ONCE_STATIC_INIT;
+
 static CRYPTO_RWLOCK *tap_lock = NULL;
+
 static isn_entry isn_table[UTLS_TAP_MAX_ISNS];
+
 static size_t isn_next = 0;
+
 static UTLS_TAP_LISTENER *listeners = NULL;
 
 struct utls_tap_listener_st {
@@ -163,256 +143,6 @@ static int key_of_socket(int fd, tap_key *k)
     return 1;
 }
 
-/* --- Packet parsing ------------------------------------------------------ */
-
-typedef struct {
-    tap_key key;        /* local = destination, peer = source */
-    uint32_t seq;
-    uint8_t flags;
-    const unsigned char *payload;
-    size_t payload_len;
-} tap_segment;
-
-static uint16_t get16(const unsigned char *p)
-{
-    return (uint16_t)((p[0] << 8) | p[1]);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-/* parse_segment reads an IPv4 or IPv6 TCP segment (network header first). */
-static int parse_segment(const unsigned char *p, size_t len, tap_segment *out)
-{
-    size_t iphl, total, thl;
-    const unsigned char *t;
-
-    memset(out, 0, sizeof(*out));
-    if (len < 1)
-        return 0;
-    switch (p[0] >> 4) {
-    case 4:
-        if (len < 20 || (iphl = (size_t)(p[0] & 0x0f) * 4) < 20 || p[9] != IPPROTO_TCP)
-            return 0;
-        total = get16(p + 2);
-        if (total < iphl || total > len || (get16(p + 6) & 0x3fff) != 0)
-            return 0; /* truncated, or an IP fragment */
-        out->key.family = AF_INET;
-        memcpy(out->key.peer, p + 12, 4);
-        memcpy(out->key.local, p + 16, 4);
-        break;
-    case 6:
-        iphl = 40;
-        if (len < iphl || p[6] != IPPROTO_TCP)
-            return 0; /* extension headers are not followed */
-        total = iphl + get16(p + 4);
-        if (total > len)
-            return 0;
-        out->key.family = AF_INET6;
-        memcpy(out->key.peer, p + 8, 16);
-        memcpy(out->key.local, p + 24, 16);
-        break;
-    default:
-        return 0;
-    }
-    t = p + iphl;
-    if (total - iphl < 20 || (thl = (size_t)(t[12] >> 4) * 4) < 20 || thl > total - iphl)
-        return 0;
-    out->key.pport = get16(t);
-    out->key.lport = get16(t + 2);
-    out->seq = get32(t + 4);
-    out->flags = t[13];
-    out->payload = t + thl;
-    out->payload_len = total - iphl - thl;
-    return 1;
-}
-
-#define TCP_FLAG_SYN 0x02
-#define TCP_FLAG_ACK 0x10
-
-/* --- BPF filters ---------------------------------------------------------- */
-
-/*
- * A classic BPF program over the network header (SOCK_DGRAM packet socket)
- * that accepts TCP segments to |k|'s local port (and, with |match_peer|, from
- * its peer address and port to its local address), with the TCP flags
- * (masked by |flag_mask|) equal to |flags|. IPv4 with any header length, and
- * IPv6 without extension headers. Checks are a chain that jumps to "reject".
- */
-typedef struct {
-    struct sock_filter ins[96];
-    size_t n;
-    size_t reject_jumps[64];
-    size_t num_rj;
-} bpf_prog;
-
-static void bpf_op(bpf_prog *b, uint16_t code, uint32_t k)
-{
-    b->ins[b->n++] = (struct sock_filter)BPF_STMT(code, k);
-}
-
-/* bpf_require: continue if A == k, else reject. */
-static void bpf_require(bpf_prog *b, uint32_t k)
-{
-    b->reject_jumps[b->num_rj++] = b->n;
-    b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 0);
-}
-
-static void bpf_tcp_checks(bpf_prog *b, const tap_key *k, int match_peer, uint8_t flag_mask,
-                           uint8_t flags)
-{
-    /* X holds the offset of the TCP header. Port 0: any port. */
-    if (k->lport != 0) {
-        bpf_op(b, BPF_LD | BPF_H | BPF_IND, 2);
-        bpf_require(b, k->lport);
-    }
-    if (match_peer) {
-        bpf_op(b, BPF_LD | BPF_H | BPF_IND, 0);
-        bpf_require(b, k->pport);
-    }
-    bpf_op(b, BPF_LD | BPF_B | BPF_IND, 13);
-    bpf_op(b, BPF_ALU | BPF_AND | BPF_K, flag_mask);
-    bpf_require(b, flags);
-    bpf_op(b, BPF_RET | BPF_K, 0x40000); /* accept the whole packet */
-}
-
-static void bpf_build(bpf_prog *b, const tap_key *k, int match_peer, uint8_t flag_mask,
-                      uint8_t flags)
-{
-    size_t i, v6_start_jump;
-
-    memset(b, 0, sizeof(*b));
-    /* Version nibble: 4 or 6. */
-    bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 0);
-    bpf_op(b, BPF_ALU | BPF_RSH | BPF_K, 4);
-    v6_start_jump = b->n;
-    b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 0);
-    if (k->family == AF_INET6) {
-        /* An IPv6 connection: IPv4 packets are rejected. */
-        b->reject_jumps[b->num_rj++] = b->n;
-        b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
-    } else {
-        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 0);
-        bpf_op(b, BPF_ALU | BPF_RSH | BPF_K, 4);
-        bpf_require(b, 4);
-        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 9);
-        bpf_require(b, IPPROTO_TCP);
-        bpf_op(b, BPF_LD | BPF_H | BPF_ABS, 6);
-        bpf_op(b, BPF_ALU | BPF_AND | BPF_K, 0x3fff);
-        bpf_require(b, 0); /* no IP fragments */
-        if (match_peer) {
-            bpf_op(b, BPF_LD | BPF_W | BPF_ABS, 12);
-            bpf_require(b, get32(k->peer));
-            bpf_op(b, BPF_LD | BPF_W | BPF_ABS, 16);
-            bpf_require(b, get32(k->local));
-        }
-        bpf_op(b, BPF_LDX | BPF_B | BPF_MSH, 0); /* X = 4 * IHL */
-        bpf_tcp_checks(b, k, match_peer, flag_mask, flags);
-    }
-    /* IPv6 starts here. */
-    b->ins[v6_start_jump].jt = (uint8_t)(b->n - v6_start_jump - 1);
-    if (k->family == AF_INET) {
-        b->reject_jumps[b->num_rj++] = b->n;
-        b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
-    } else {
-        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 6);
-        bpf_require(b, IPPROTO_TCP);
-        if (match_peer) {
-            for (i = 0; i < 4; i++) {
-                bpf_op(b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(8 + 4 * i));
-                bpf_require(b, get32(k->peer + 4 * i));
-                bpf_op(b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(24 + 4 * i));
-                bpf_require(b, get32(k->local + 4 * i));
-            }
-        }
-        bpf_op(b, BPF_LDX | BPF_IMM, 40);
-        bpf_tcp_checks(b, k, match_peer, flag_mask, flags);
-    }
-    /* reject */
-    for (i = 0; i < b->num_rj; i++) {
-        struct sock_filter *f = &b->ins[b->reject_jumps[i]];
-        uint8_t dist = (uint8_t)(b->n - b->reject_jumps[i] - 1);
-
-        if (BPF_OP(f->code) == BPF_JA)
-            f->k = dist;
-        else
-            f->jf = dist;
-    }
-    bpf_op(b, BPF_RET | BPF_K, 0);
-}
-
-/*
- * tap_open_socket returns a non-blocking packet socket that sees, on every
- * interface of this network namespace, the incoming segments the filter for
- * |k| accepts; with |ring| a TPACKET_V3 ring is mapped into |*out_ring|.
- * Returns -1 with a uTLS error raised on failure.
- */
-static int tap_open_socket(const tap_key *k, int match_peer, uint8_t flag_mask, uint8_t flags,
-                           void **out_ring)
-{
-    struct sock_fprog prog;
-    struct sockaddr_ll sll;
-    bpf_prog b;
-    int fd, one = 1;
-
-    /* Protocol 0: nothing is captured until the filter is on and bind() runs. */
-    fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        if (errno == EPERM || errno == EACCES)
-            utls_raise(UTLS_R_TAP_PERMISSION, "AF_PACKET socket: %s (needs CAP_NET_RAW)",
-                       strerror(errno));
-        else
-            utls_raise(UTLS_R_TAP_SYSCALL, "AF_PACKET socket: %s", strerror(errno));
-        return -1;
-    }
-    bpf_build(&b, k, match_peer, flag_mask, flags);
-    prog.len = (unsigned short)b.n;
-    prog.filter = b.ins;
-    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
-        goto syscall_err;
-    /* Loopback shows each packet twice; only the arriving copy counts. */
-    (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
-    if (out_ring != NULL) {
-        struct tpacket_req3 req;
-        int v = TPACKET_V3;
-
-        memset(&req, 0, sizeof(req));
-        req.tp_block_size = UTLS_TAP_BLOCK_SIZE;
-        req.tp_block_nr = UTLS_TAP_BLOCK_NR;
-        req.tp_frame_size = UTLS_TAP_FRAME_SIZE;
-        req.tp_frame_nr = (UTLS_TAP_BLOCK_SIZE / UTLS_TAP_FRAME_SIZE) * UTLS_TAP_BLOCK_NR;
-        req.tp_retire_blk_tov = UTLS_TAP_BLOCK_TIMEOUT_MS;
-        if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) != 0
-            || setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) != 0)
-            goto syscall_err;
-        *out_ring = mmap(NULL, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR,
-                         PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (*out_ring == MAP_FAILED) {
-            *out_ring = NULL;
-            goto syscall_err;
-        }
-    }
-    memset(&sll, 0, sizeof(sll));
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(ETH_P_ALL);
-    sll.sll_ifindex = 0; /* every interface */
-    if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0)
-        goto syscall_err;
-    return fd;
-
-syscall_err:
-    utls_raise(errno == EPERM ? UTLS_R_TAP_PERMISSION : UTLS_R_TAP_SYSCALL, "tap setup: %s",
-               strerror(errno));
-    if (out_ring != NULL && *out_ring != NULL) {
-        munmap(*out_ring, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR);
-        *out_ring = NULL;
-    }
-    close(fd);
-    return -1;
-}
-
 /* --- Listener taps -------------------------------------------------------- */
 
 /* drain_syns records the ISN of every SYN waiting on |pfd|. */
@@ -424,7 +154,7 @@ static void drain_syns(int pfd)
 
     /* A SYN carries no payload (no TCP Fast Open here): its headers fit. */
     while ((n = recv(pfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-        if (parse_segment(buf, (size_t)n, &seg) && (seg.flags & TCP_FLAG_SYN) != 0)
+        if (utls_tap_parse_segment(buf, (size_t)n, &seg) && (seg.flags & TCP_FLAG_SYN) != 0)
             isn_put(&seg.key, seg.seq);
     }
 }
@@ -455,7 +185,8 @@ UTLS_TAP_LISTENER *UTLS_tap_listen(int listen_fd)
     if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
         return NULL;
     /* A SYN without ACK to the listening port, from anyone. */
-    if ((l->pfd = tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN, NULL)) < 0) {
+    if ((l->pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN, NULL))
+        < 0) {
         OPENSSL_free(l);
         return NULL;
     }
@@ -507,7 +238,7 @@ int utls_tap_start_syn_watch(void)
     memset(&any, 0, sizeof(any)); /* family 0, port 0: everything */
     if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
         return 0;
-    if ((l->pfd = tap_open_socket(&any, 0, TCP_FLAG_SYN, TCP_FLAG_SYN, NULL)) < 0) {
+    if ((l->pfd = utls_tap_open_socket(&any, 0, TCP_FLAG_SYN, TCP_FLAG_SYN, NULL)) < 0) {
         OPENSSL_free(l);
         return 0;
     }
@@ -583,7 +314,8 @@ int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
      * reports it when the tap is asked for).
      */
     ERR_set_mark();
-    pfd = tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN | TCP_FLAG_ACK, NULL);
+    pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN | TCP_FLAG_ACK,
+                               NULL);
     ERR_pop_to_mark();
     r = connect(fd, sa, addrlen);
     if (r != 0 && errno == EINPROGRESS) {
@@ -609,7 +341,7 @@ int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
 
         if (r == 0 && key_of_socket(fd, &conn)) {
             while ((n = recv(pfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-                if (parse_segment(buf, (size_t)n, &seg) && key_equal(&seg.key, &conn))
+                if (utls_tap_parse_segment(buf, (size_t)n, &seg) && key_equal(&seg.key, &conn))
                     isn_put(&conn, seg.seq);
             }
         }
@@ -658,7 +390,7 @@ static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
 
     t->stats.packets++;
     if (h->tp_snaplen < h->tp_net - h->tp_mac
-        || !parse_segment(p, h->tp_snaplen - (h->tp_net - h->tp_mac), &seg)
+        || !utls_tap_parse_segment(p, h->tp_snaplen - (h->tp_net - h->tp_mac), &seg)
         || !key_equal(&seg.key, &t->key)) {
         t->stats.malformed++;
         return;
@@ -732,7 +464,7 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     }
     if ((t->cap = utls_segstore_new()) == NULL)
         return 0;
-    t->pfd = tap_open_socket(&t->key, 1, 0, 0, &ring);
+    t->pfd = utls_tap_open_socket(&t->key, 1, 0, 0, &ring);
     if (t->pfd < 0)
         return 0;
     t->ring = ring;
@@ -887,8 +619,8 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
     }
 }
 
-
 static CRYPTO_ONCE tap_meth_once = CRYPTO_ONCE_STATIC_INIT;
+
 static BIO_METHOD *tap_method = NULL;
 
 static void tap_method_init(void)

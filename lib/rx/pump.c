@@ -1,0 +1,194 @@
+/*
+ * The unordered receive path (SSL_MODE_UNORDERED): the pump.
+ *
+ * The in-order path is OpenSSL's own record code: it stays authoritative and
+ * delivers every record in sequence order. lib/rx/ adds, past a hole:
+ * fragments from the read BIO -> reassembly -> header scan -> sequence
+ * prediction -> trial decryption on a copy of the read state -> a queue of
+ * verified records, which the next read delivers. A record delivered early is
+ * remembered by sequence number and skipped when the in-order path reaches it.
+ *
+ * The paper's prototype read the socket only when its list of out-of-order
+ * records was empty and so locked out in-order data (uTLS report, 7.1). Here
+ * every read first drains all fragments that have arrived, then delivers one
+ * ready record, and otherwise reads in order; and when the in-order read finds
+ * nothing, the fragments are drained again before the read reports
+ * SSL_ERROR_WANT_READ. Neither side can starve the other.
+ */
+#include <string.h>
+
+#include <openssl/err.h>
+
+#include "common/utls_conn.h"
+#include "glue/utls_glue.h"
+
+/* utls_forget_bio drops every pointer into the read BIO that |c| knew. */
+void utls_forget_bio(utls_conn *c)
+{
+    size_t i;
+
+    c->sig = NULL;
+    c->sig_bio = NULL;
+    c->hooks.read_idle = 0;
+    /* Another BIO: its store's epochs say nothing about the bytes verified
+     * from the old one. */
+    utls_seqset_forget_epochs(&c->ahead);
+    utls_seqset_forget_epochs(&c->next.ahead);
+    for (i = 0; i < c->ready.num; i++)
+        c->ready.rec[i].store_epoch = UTLS_NO_EPOCH;
+    if (c->ready.partial_active)
+        c->ready.partial.store_epoch = UTLS_NO_EPOCH;
+}
+
+/* utls_bio_quiet: the read BIO's signals say no fragment or wake-up waits. */
+int utls_bio_quiet(SSL *s, utls_conn *c)
+{
+    BIO *rbio = SSL_get_rbio(s);
+
+    if (c->sig_bio != rbio) {
+        utls_forget_bio(c);
+        c->sig_bio = rbio;
+        if (rbio == NULL
+            || BIO_ctrl(rbio, UTLS_BIO_CTRL_GET_SIGNALS, 0, (void *)&c->sig) != 1)
+            c->sig = NULL;
+    }
+    return c->sig != NULL && c->sig->pending == 0;
+}
+
+/*
+ * utls_store_refresh points c->store at the store fragments are read from:
+ * the read BIO's own when it shares one, else the connection's copy (made
+ * here if needed). Called at every entry point that reads the store. Returns
+ * 1 if there is a store.
+ */
+int utls_store_refresh(SSL *s, utls_conn *c)
+{
+    utls_reasm_limits rl;
+
+    (void)utls_bio_quiet(s, c);
+    if (c->sig != NULL && c->sig->store != NULL) {
+        c->store = c->sig->store;
+        c->store_shared = 1;
+        return 1;
+    }
+    c->store_shared = 0;
+    if (c->reasm == NULL) {
+        rl.max_bytes = c->limits.max_bytes_held;
+        rl.max_fragments = c->limits.max_fragments;
+        rl.max_window = c->limits.max_window;
+        c->reasm = utls_reasm_new(&rl, c->inorder.next_offset);
+    }
+    c->store = c->reasm;
+    return c->store != NULL;
+}
+
+/* utls_store_epoch: the shared store's epoch, for a record verified now. */
+uint64_t utls_store_epoch(const utls_conn *c)
+{
+    return c->store_shared && c->sig != NULL ? c->sig->store_epoch : UTLS_NO_EPOCH;
+}
+
+/* utls_shared_over_limits: with a shared store the BIO's receive window bounds
+ * the memory; the connection's limits still bound what the out-of-order side
+ * takes on (the bytes it scans and probes). A fragment past them is left to
+ * the in-order stream, as a copy would have been dropped. */
+static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *f)
+{
+    return f->offset + f->len - c->inorder.next_offset > c->limits.max_window
+        || utls_reasm_bytes_held(c->store) > c->limits.max_bytes_held
+        || utls_reasm_num_fragments(c->store) > c->limits.max_fragments;
+}
+
+/* utls_next_fragment takes the read BIO's next fragment event into |*f|:
+ * straight from its store when its signals name one, else through
+ * BIO_ctrl(). Returns 1 if there was one. */
+static int utls_next_fragment(SSL *s, utls_conn *c, utls_bio_fragment *f)
+{
+    BIO *rbio = SSL_get_rbio(s);
+
+    if (c->sig_bio == rbio && c->sig != NULL && c->sig->events != NULL)
+        return c->sig->pending != 0 && utls_segstore_take_event(c->sig->events, f);
+    return BIO_ctrl(rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, f) == 1;
+}
+
+/* utls_pump takes every fragment the read BIO has and processes it. Called
+ * only when the BIO is not known to be quiet or a rescan is due. */
+void utls_pump(SSL *s, utls_conn *c)
+{
+    utls_bio_fragment f;
+    int ok;
+    utls_reasm_stats before, after;
+
+    ok = utls_gen_setup(s, c) && utls_store_refresh(s, c);
+    if (ok && c->rescan_pending) {
+        /* A new key: what is held past the hole is scanned again. */
+        utls_reasm_run run;
+        uint64_t at;
+        int more;
+
+        c->rescan_pending = 0;
+        utls_ooo_sync(c);
+        for (more = utls_reasm_first_run(c->store, &run); more;
+             more = utls_reasm_next_run(c->store, &run, at)) {
+            at = run.offset;
+            utls_process_run(s, c, run.offset, 0);
+        }
+    }
+    if (ok && !c->store_shared)
+        utls_reasm_get_stats(c->store, &before);
+    for (;;) {
+        uint64_t at[UTLS_SCAN_BATCH], latest = 0;
+        size_t n = 0, k;
+
+        /*
+         * Take a batch of fragments first and credit the probe budget for all
+         * of them: with a shared store a run already holds the bytes of
+         * fragments not yet taken, and scanning it must not find the budget
+         * for those bytes missing. Records found are stamped with the latest
+         * arrival of the batch (never earlier than their last byte came).
+         */
+        while (n < UTLS_SCAN_BATCH && utls_next_fragment(s, c, &f)) {
+            c->stats.fragments++;
+            if (!ok)
+                continue; /* drained: nothing can be delivered early */
+            /* The probe budget grows with the bytes received past a hole. */
+            c->probe_budget += (double)f.len * (double)c->limits.max_probes_per_kib / 1024.0;
+            if (c->probe_budget
+                > UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64)
+                c->probe_budget
+                    = UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64;
+            if (c->store_shared) {
+                /* Already in the store, and new there (the BIO queues an
+                 * event only for bytes it stored for the first time). */
+                if (utls_shared_over_limits(c, &f)) {
+                    c->stats.bytes_dropped += f.len;
+                    continue;
+                }
+            } else if (utls_reasm_insert(c->store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
+                continue;
+            }
+            at[n++] = f.offset;
+            if (f.arrival_ns > latest)
+                latest = f.arrival_ns;
+        }
+        if (n == 0)
+            break;
+        utls_ooo_sync(c);
+        for (k = 0; k < n; k++)
+            utls_process_run(s, c, at[k], latest);
+    }
+    /* Headers parked when the probe budget ran dry get another chance once
+     * it has grown back (it grows with the bytes that keep arriving). */
+    if (ok && c->budget_starved && c->failed.num > 0 && c->probe_budget >= 1) {
+        c->budget_starved = 0;
+        utls_ooo_sync(c);
+        while (utls_failed_retry(s, c, 0))
+            continue;
+    }
+    if (ok && !c->store_shared) {
+        utls_reasm_get_stats(c->store, &after);
+        c->stats.bytes_dropped += (after.bytes_dropped_window - before.bytes_dropped_window)
+            + (after.bytes_dropped_size - before.bytes_dropped_size)
+            + (after.bytes_evicted - before.bytes_evicted);
+    }
+}

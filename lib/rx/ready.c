@@ -1,0 +1,159 @@
+/*
+ * The ready queue: records verified past a hole, waiting to be read, sorted
+ * by (key generation, sequence number); and their hand-over to the reader
+ * (whole, or in parts with SSL_MODE_UNORDERED_PARTIAL).
+ */
+#include <string.h>
+
+#include <openssl/err.h>
+
+#include "common/utls_conn.h"
+#include "glue/utls_glue.h"
+
+/* --- Ready records (verified, waiting to be read), sorted by seq --------- */
+
+int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
+{
+    size_t i;
+
+    for (i = 0; i < c->ready.num; i++)
+        if (c->ready.rec[i].seq == seq && c->ready.rec[i].gen == gen)
+            return (int)i;
+    return -1;
+}
+
+static void utls_ready_free_data(utls_conn *c, utls_ready_record *r)
+{
+    /* Plaintext is wiped as stock OpenSSL wipes its own: only with
+     * SSL_OP_CLEANSE_PLAINTEXT. */
+    if (c->cleanse_plaintext && r->data != NULL)
+        OPENSSL_cleanse(r->data, r->len);
+    if (r->buf != NULL && r->buf_is_scratch && c->ready.num_spare < UTLS_MAX_SPARE_BUFS)
+        c->ready.spare[c->ready.num_spare++] = r->buf;
+    else
+        OPENSSL_free(r->buf);
+    r->data = NULL;
+    r->buf = NULL;
+}
+
+void utls_ready_remove(utls_conn *c, size_t i)
+{
+    utls_ready_free_data(c, &c->ready.rec[i]);
+    memmove(&c->ready.rec[i], &c->ready.rec[i + 1], (c->ready.num - i - 1) * sizeof(*c->ready.rec));
+    c->ready.num--;
+}
+
+/* utls_ready_add queues the verified record |r| whose plaintext |pt| (r->len
+ * bytes) usually lies in c->scratch. Returns 1, or 0 if it cannot be kept. */
+static int utls_ready_add(utls_conn *c, const utls_ready_record *r, const unsigned char *pt)
+{
+    unsigned char *fresh;
+    size_t i;
+
+    if (c->ready.rec == NULL) {
+        c->ready.rec = OPENSSL_malloc(sizeof(*c->ready.rec) * UTLS_DEFAULT_MAX_READY_RECORDS * 4);
+        if (c->ready.rec == NULL)
+            return 0;
+    }
+    if (c->ready.num >= c->limits.max_ready_records
+        || c->ready.num >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
+        || c->ready.num + c->ahead.n + c->next.ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
+        return 0;
+    for (i = c->ready.num; i > 0; i--) {
+        const utls_ready_record *p = &c->ready.rec[i - 1];
+
+        if (p->gen < r->gen || (p->gen == r->gen && p->seq < r->seq))
+            break;
+    }
+    memmove(&c->ready.rec[i + 1], &c->ready.rec[i], (c->ready.num - i) * sizeof(*c->ready.rec));
+    c->ready.rec[i] = *r;
+    if (pt >= c->scratch && pt + r->len <= c->scratch + UTLS_SCRATCH_LEN
+        && (fresh = c->ready.num_spare > 0 ? c->ready.spare[--c->ready.num_spare]
+                                           : OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL) {
+        /* The plaintext stays where the probe decrypted it: the record takes
+         * the probe buffer, and the next probe gets a spare one. */
+        c->ready.rec[i].buf = c->scratch;
+        c->ready.rec[i].buf_is_scratch = 1;
+        c->ready.rec[i].data = (unsigned char *)pt;
+        c->scratch = fresh;
+    } else if ((c->ready.rec[i].buf = OPENSSL_memdup(pt, r->len)) != NULL) {
+        c->ready.rec[i].buf_is_scratch = 0;
+        c->ready.rec[i].data = c->ready.rec[i].buf;
+    } else {
+        memmove(&c->ready.rec[i], &c->ready.rec[i + 1], (c->ready.num - i) * sizeof(*c->ready.rec));
+        return 0;
+    }
+    c->ready.num++;
+    return 1;
+}
+
+/* utls_ready_add_verified queues the application data record authenticated out of
+ * order at stream |offset| (|wire_len| bytes on the wire, number |seq| of key
+ * generation |gen|), whose |pt_len| bytes of plaintext are at |pt|. A record
+ * that cannot be kept counts its wire bytes in bytes_dropped; the in-order
+ * path then delivers it as stock OpenSSL would. */
+void utls_ready_add_verified(utls_conn *c, uint64_t seq, uint32_t gen, uint64_t offset,
+                             size_t wire_len, uint64_t arrival_ns,
+                             const unsigned char *pt, size_t pt_len)
+{
+    utls_ready_record rr;
+
+    rr.seq = seq;
+    rr.gen = gen;
+    rr.offset = offset;
+    rr.wire_len = wire_len;
+    rr.arrival_ns = arrival_ns;
+    rr.len = pt_len;
+    rr.data = NULL;
+    rr.buf = NULL;
+    rr.buf_is_scratch = 0;
+    rr.store_epoch = utls_store_epoch(c);
+    if (!utls_ready_add(c, &rr, pt))
+        c->stats.bytes_dropped += wire_len;
+}
+
+/* The metadata UTLS_read_record() reports for (a part of) ready record |r|. */
+void utls_ready_info(utls_conn *c, const utls_ready_record *r)
+{
+    c->last_info.seq = r->seq;
+    c->last_info.key_generation = r->gen;
+    c->last_info.out_of_order = 1;
+    c->last_info.stream_offset = r->offset;
+    c->last_info.wire_len = r->wire_len;
+    c->last_info.arrival_ns = r->arrival_ns;
+    c->last_info_valid = 1;
+}
+
+/* Remembers ready record |r| as delivered, so the in-order path skips it. */
+int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
+{
+    /* The next in-order record may be one: ssl3_get_record asks (it tests
+     * may_skip before reading the body, utls_hook_skip_body). */
+    if (r->gen == c->gen)
+        c->hooks.may_skip = c->ooo_possible;
+    return utls_seqset_add(r->gen == c->gen ? &c->ahead : &c->next.ahead, r->seq, r->offset,
+                           r->wire_len, r->store_epoch);
+}
+
+/* SSL_MODE_UNORDERED_PARTIAL: the next part of the record being returned. */
+int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
+                            size_t *readbytes, int *out_ret)
+{
+    utls_ready_record *r = &c->ready.partial;
+    size_t n = r->len - c->ready.partial_pos;
+
+    if (n > len)
+        n = len;
+    memcpy(buf, r->data + c->ready.partial_pos, n);
+    *readbytes = n;
+    utls_ready_info(c, r);
+    if (!peek) {
+        c->ready.partial_pos += n;
+        if (c->ready.partial_pos == r->len) {
+            utls_ready_free_data(c, r);
+            c->ready.partial_active = 0;
+        }
+    }
+    *out_ret = 1;
+    return UTLS_HOOK_HANDLED;
+}

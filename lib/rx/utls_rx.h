@@ -1,0 +1,151 @@
+/*
+ * The receive path past a hole (lib/rx/): the ready queue, the candidates
+ * (scan, predict, probe), the chain fast path and the pump that feeds them
+ * from the read BIO. Each takes the SSL only to hand it on to the glue
+ * (lib/glue/utls_glue.h); none reads its fields.
+ */
+#ifndef UTLS_LIB_RX_H
+#define UTLS_LIB_RX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/utls.h>
+
+#include "utls/reasm.h"
+#include "utls/scan.h"
+#include "utls/seqpred.h"
+#include "utls/seqset.h"
+#include "common/utls_common.h"
+#include "bio/utls_bio.h"
+
+typedef struct utls_conn_st utls_conn;
+
+typedef struct {
+    uint64_t seq;
+    uint32_t gen;
+    uint64_t offset;
+    size_t wire_len;
+    uint64_t arrival_ns;
+    size_t len;
+    unsigned char *data; /* plaintext, inside |buf| */
+    unsigned char *buf;  /* the allocation |data| points into, owned */
+    uint64_t store_epoch; /* see utls_seqset.epoch */
+    int buf_is_scratch;  /* |buf| is a UTLS_SCRATCH_LEN buffer (a former
+                          * probe buffer), reusable as one */
+} utls_ready_record;
+
+typedef struct {
+    /*
+     * The chain fast path (utls_chain_run). Past a record of the current key
+     * that verified out of order, the next record's header is at |off|
+     * and its number is |seq|: when bytes arriving at the end of the
+     * run complete that record, it is verified with that one candidate, with
+     * no scan, no candidate ranking and no interval bookkeeping. The scanner
+     * knows of the records verified below |synced|; those in
+     * [synced, off) were verified by the fast path and are
+     * confirmed to it in one call (utls_chain_sync) before it is next used.
+     * |min_len|..|max_len| are the scan profile's length bounds.
+     */
+    int valid;
+    uint64_t off;
+    uint64_t seq;
+    uint64_t synced;
+    size_t min_len, max_len;
+    /* The last record the fast path verified, added to the predictor as an
+     * anchor by utls_chain_sync: the records before it in the chain add
+     * nothing (the gap between two anchors that a chain fills exactly tells
+     * the predictor no more than its two ends). */
+    utls_seqpred_record anchor;
+    int anchor_pending;
+} utls_rx_chain;
+
+/* The ready queue (ready.c): verified records waiting to be read. */
+typedef struct {
+    utls_ready_record *rec; /* sorted by (gen, seq) */
+    size_t num;
+    /* SSL_MODE_UNORDERED_PARTIAL: the out-of-order record being returned in
+     * parts (data owned), and how much of it was returned. */
+    int partial_active;
+    utls_ready_record partial;
+    size_t partial_pos;
+    /* Probe buffers given back by delivered records, for the next hand-over
+     * (see utls_ready_add): no allocation per out-of-order record. */
+    unsigned char *spare[UTLS_MAX_SPARE_BUFS];
+    size_t num_spare;
+} utls_ready_queue;
+
+/* The in-order path as the receive path sees it (utls_conn_st.inorder),
+ * kept by the record hooks. |next_offset| is the stream offset of the next
+ * record header OpenSSL's record code will read. */
+typedef struct {
+    int offset_known;
+    uint64_t next_offset;
+    uint64_t cur_offset; /* the record being processed in order */
+    size_t cur_wire_len;
+    int stamp;           /* UTLS_read_record() with out_info runs */
+    int cur_has_nonce;   /* the record's first 8 ciphertext bytes, for the */
+    uint64_t cur_nonce;  /* explicit-nonce delta of TLS 1.2 GCM/CCM */
+    UTLS_RECORD_INFO info; /* the last in-order application record */
+    int info_valid;
+} utls_rx_inorder;
+
+/* The next key generation (TLS 1.3): the key a KeyUpdate from the peer would
+ * install next, for records that arrive past a hole that hides the KeyUpdate
+ * itself (utls_conn_st.next). */
+typedef struct {
+    int valid;
+    EVP_CIPHER_CTX *ctx;
+    unsigned char iv[EVP_MAX_IV_LENGTH];
+    utls_seqpred *pred;
+    int seen;             /* a record verified under the next key ... */
+    uint64_t seen_offset; /* ... at this offset: later ones are too */
+    utls_seqset ahead;    /* seqs of gen + 1 delivered out of order */
+} utls_rx_next_key;
+
+/* Plausible headers whose candidates all failed, kept to be tried again next
+ * to a new anchor (UTLS_MAX_FAILED_HITS, utls_failed_add). */
+typedef struct {
+    utls_scan_hit hit[UTLS_MAX_FAILED_HITS];
+    size_t spent[UTLS_MAX_FAILED_HITS]; /* probes each has cost so far */
+    size_t num;
+} utls_rx_failed;
+
+/* Sequence numbers in the predictor are shifted by one, so that the virtual
+ * anchor that marks the start of a key generation can carry "seq -1". */
+#define PRED_SEQ(seq) ((seq) + 1)
+
+/* ready.c: verified records waiting to be read, sorted by (gen, seq). */
+int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq);
+void utls_ready_remove(utls_conn *c, size_t i);
+void utls_ready_add_verified(utls_conn *c, uint64_t seq, uint32_t gen, uint64_t offset,
+                             size_t wire_len, uint64_t arrival_ns, const unsigned char *pt,
+                             size_t pt_len);
+void utls_ready_info(utls_conn *c, const utls_ready_record *r);
+int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r);
+int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
+                            size_t *readbytes, int *out_ret);
+
+/* candidates.c: a plausible header past a hole, tried under its likely
+ * sequence numbers. */
+void utls_ooo_sync(utls_conn *c);
+int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit, const utls_reasm_run *run,
+                    uint64_t arrival_ns, size_t *allowance);
+void utls_failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent);
+int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns);
+
+/* chain.c: the fast path past a verified record, and a run of new bytes. */
+void utls_chain_sync(utls_conn *c);
+void utls_chain_set(utls_conn *c, uint64_t offset, size_t wire_len, uint64_t seq);
+void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns);
+
+/* pump.c: fragments from the read BIO into the stores. */
+void utls_forget_bio(utls_conn *c);
+int utls_bio_quiet(SSL *s, utls_conn *c);
+int utls_store_refresh(SSL *s, utls_conn *c);
+uint64_t utls_store_epoch(const utls_conn *c);
+void utls_pump(SSL *s, utls_conn *c);
+
+#endif
