@@ -33,6 +33,17 @@ import struct
 import sys
 
 
+def add_interval(intervals, lo, hi):
+    """The sorted, merged union of |intervals| and [lo, hi)."""
+    merged = []
+    for x, y in sorted(intervals + [(lo, hi)]):
+        if merged and x <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], y))
+        else:
+            merged.append((x, y))
+    return merged
+
+
 def load_jsonl(path):
     start, end, recs, hs = None, None, [], None
     with open(path) as f:
@@ -274,16 +285,7 @@ def oracle_from_pcap(pcap_path, port, offsets, wire_len, real_minus_mono_ns):
             if idx in done or ro + wire_len <= a:
                 continue
             lo, hi = max(a, ro) - ro, min(b, ro + wire_len) - ro
-            iv = covered[idx]
-            iv.append((lo, hi))
-            iv.sort()
-            merged = []
-            for x, y in iv:
-                if merged and x <= merged[-1][1]:
-                    merged[-1] = (merged[-1][0], max(merged[-1][1], y))
-                else:
-                    merged.append((x, y))
-            covered[idx] = merged
+            merged = covered[idx] = add_interval(covered[idx], lo, hi)
             if len(merged) == 1 and merged[0] == (0, wire_len):
                 done[idx] = t - real_minus_mono_ns
     return done
@@ -433,16 +435,7 @@ def quic_oracle(pcap_path, keylog, port, mode, size, real_minus_mono_ns, tshark=
                     head = _hexbytes(data, 8)
                     if _st.unpack("<I", head[:4])[0] == 0x6d727473:
                         sid_index[sid] = _st.unpack("<I", head[4:8])[0]
-                iv = covered.setdefault(sid, [])
-                iv.append((off, off + n))
-                iv.sort()
-                merged = []
-                for x, y in iv:
-                    if merged and x <= merged[-1][1]:
-                        merged[-1] = (merged[-1][0], max(merged[-1][1], y))
-                    else:
-                        merged.append((x, y))
-                covered[sid] = merged
+                merged = covered[sid] = add_interval(covered.get(sid, []), off, off + n)
                 seen_in.setdefault(sid, set()).add(t)
                 if sid not in first_t and merged[0][0] == 0 and merged[0][1] >= size:
                     first_t[sid] = t

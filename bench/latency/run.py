@@ -201,6 +201,21 @@ def tcp_counters(setup, prefix):
     return {k.split(":", 1)[1]: values.get(k, 0) for k in TCP_COUNTERS}
 
 
+def finish_pair(recv, send, cap):
+    """Waits for a mode's receiver and sender, forgets them, stops the capture;
+    returns (receiver exit, receiver CPU, sender exit, sender CPU)."""
+    rrc, rcpu = wait_cpu(recv)
+    src, scpu = wait_cpu(send)
+    with _lock:
+        for p in (recv, send):
+            if p in _live:
+                _live.remove(p)
+    if cap is not None:
+        time.sleep(0.2)
+        stop(cap, signal.SIGINT)
+    return rrc, rcpu, src, scpu
+
+
 def wait_cpu(p):
     """Waits for |p| (wait4) and returns (exit code, CPU seconds): user +
     system time of the process and of its waited-for descendants."""
@@ -281,15 +296,7 @@ def run_quic_mode(setup, prefix, mode, cfg, rundir, capture):
     send = spawn(setup.tb_exec(prefix, "sender")
                  + [setup.quic_bin, "send", "--connect", addr, "--out", send_log,
                     "--interval", str(interval)] + common)
-    rrc, rcpu = wait_cpu(recv)
-    src, scpu = wait_cpu(send)
-    with _lock:
-        for p in (recv, send):
-            if p in _live:
-                _live.remove(p)
-    if cap is not None:
-        time.sleep(0.2)
-        stop(cap, signal.SIGINT)
+    rrc, rcpu, src, scpu = finish_pair(recv, send, cap)
     if src != 0:
         raise RuntimeError("%s sender failed (exit %d), see %s" % (mode, src, send_log))
     if rrc != 0:
@@ -349,15 +356,7 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
                     "--interval", str(interval)]
                  + (["--cc", cfg["sender_cc"]] if cfg.get("sender_cc") and mode != "dtls" else [])
                  + common)
-    rrc, rcpu = wait_cpu(recv)
-    src, scpu = wait_cpu(send)
-    with _lock:
-        for p in (recv, send):
-            if p in _live:
-                _live.remove(p)
-    if cap is not None:
-        time.sleep(0.2)
-        stop(cap, signal.SIGINT)
+    rrc, rcpu, src, scpu = finish_pair(recv, send, cap)
     counters1 = tcp_counters(setup, prefix) if counters0 is not None else None
     if src != 0:
         raise RuntimeError("%s sender failed (exit %d), see %s" % (mode, src, send_log))
