@@ -1040,9 +1040,9 @@ int UTLS_ucobs_get_stats(const UTLS_UCOBS *u, UTLS_UCOBS_STATS *out_stats);
 # define UTLS_R_INVALID_LIMITS 104
 /* stream offset plus length wraps past 2^64 */
 # define UTLS_R_OFFSET_WRAPS 105
-/* the tap needs CAP_NET_RAW (AF_PACKET); the connection runs in order */
+/* the tap needs CAP_NET_RAW (AF_PACKET sockets) */
 # define UTLS_R_TAP_PERMISSION 106
-/* the tap did not see this connection's SYN (no ISN): it runs in order */
+/* the tap did not see this connection's SYN (no ISN) */
 # define UTLS_R_TAP_NO_ISN 107
 /* a socket call of the tap failed (errno in the detail) */
 # define UTLS_R_TAP_SYSCALL 108

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -65,6 +66,32 @@ static int utls_parse_mode(const char *value, uint32_t *out_set, uint32_t *out_c
     return 1;
 }
 
+/*
+ * tap_unavailable_notice: a program that was asked (UTLS_MODE, UTLSMode) for
+ * the tap and cannot have it runs in order; it says so once per process on
+ * stderr, with the reason, unless UTLS_QUIET is set to a non-empty value other
+ * than "0". The reason is the error the failed attempt left on the queue.
+ */
+static void tap_unavailable_notice(void)
+{
+    static int said = 0; /* a second line from a racing thread is harmless */
+    const char *quiet = secure_getenv("UTLS_QUIET");
+    const char *detail = NULL, *reason;
+    unsigned long e;
+    int flags = 0;
+
+    if (said || (quiet != NULL && *quiet != '\0' && strcmp(quiet, "0") != 0))
+        return;
+    said = 1;
+    e = ERR_peek_last_error_data(&detail, &flags);
+    reason = e != 0 ? ERR_reason_error_string(e) : NULL;
+    fprintf(stderr, "uTLS: UTLS_MODE/UTLSMode asks for the tap, but it cannot be opened (%s%s%s): "
+                    "connections run in order. UTLS_QUIET=1 silences this.\n",
+            reason != NULL ? reason : "unknown reason",
+            detail != NULL && (flags & ERR_TXT_STRING) != 0 && *detail != '\0' ? ": " : "",
+            detail != NULL && (flags & ERR_TXT_STRING) != 0 ? detail : "");
+}
+
 int utls_conf_mode(SSL_CTX *ctx, SSL *s, const char *value)
 {
     uint32_t set, clear;
@@ -73,9 +100,13 @@ int utls_conf_mode(SSL_CTX *ctx, SSL *s, const char *value)
     if (value == NULL || !utls_parse_mode(value, &set, &clear, &tap))
         return 0;
     if (tap) {
-        /* Without CAP_NET_RAW this fails and connections stay in order. */
+        /*
+         * Without CAP_NET_RAW this fails and connections stay in order: not
+         * an error of SSL_CTX_new()'s, so nothing stays on the queue.
+         */
         ERR_set_mark();
-        (void)utls_tap_start_syn_watch();
+        if (!utls_tap_start_syn_watch())
+            tap_unavailable_notice();
         ERR_pop_to_mark();
     }
     if (ctx != NULL) {
