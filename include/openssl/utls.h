@@ -265,7 +265,11 @@ typedef enum {
     UTLS_FALLBACK_KTLS,           /* the kernel decrypts */
     UTLS_FALLBACK_NO_FRAGMENTS,   /* the read BIO reports no fragments (an
                                    * ordinary BIO: nothing to do, no hole) */
-    UTLS_FALLBACK_RESOURCES       /* allocation failure: in order only */
+    UTLS_FALLBACK_RESOURCES,      /* allocation failure: in order only */
+    UTLS_FALLBACK_BYTE_STREAM     /* the mode came from UTLS_MODE/UTLSMode, not
+                                   * the program, and the negotiated ALPN is a
+                                   * byte-stream protocol (http/1.1, h2, ...):
+                                   * its records are not messages */
 } UTLS_FALLBACK;
 
 /* UTLS_STATS counts one connection's out-of-order work (receive side). */

@@ -195,6 +195,9 @@ const char *UTLS_fallback_string(UTLS_FALLBACK reason)
         return "the read BIO reports no fragments (no holes to fill)";
     case UTLS_FALLBACK_RESOURCES:
         return "out of memory: in-order delivery only";
+    case UTLS_FALLBACK_BYTE_STREAM:
+        return "UTLS_MODE/UTLSMode set the mode and the ALPN protocol is a byte stream "
+               "(http/1.1, h2, ...): its records are not messages, so they stay in order";
     default:
         return "unknown";
     }

@@ -92,6 +92,33 @@ static void tap_unavailable_notice(void)
             detail != NULL && (flags & ERR_TXT_STRING) != 0 ? detail : "");
 }
 
+/*
+ * A connection whose SSL_MODE_UNORDERED came from UTLS_MODE or UTLSMode (the
+ * program did not ask for it) is reordered only if its records are messages.
+ * Unmodified programs mostly speak byte-stream protocols, whose messages may
+ * span records: delivering those records out of order corrupts the stream
+ * (an HTTPS download under UTLS_MODE=unordered got a wrong SHA-256 with exit
+ * status 0). The mark is kept as ex_data of the SSL_CTX or SSL that the
+ * setting was applied to; utls_mode_from_config() reads it.
+ */
+static int conf_ctx_idx = -1, conf_ssl_idx = -1;
+static CRYPTO_ONCE conf_idx_once = CRYPTO_ONCE_STATIC_INIT;
+
+static void conf_idx_init(void)
+{
+    conf_ctx_idx = SSL_CTX_get_ex_new_index(0, "uTLS: unordered from UTLS_MODE", NULL, NULL, NULL);
+    conf_ssl_idx = SSL_get_ex_new_index(0, "uTLS: unordered from UTLSMode", NULL, NULL, NULL);
+}
+
+int utls_mode_from_config(const SSL *s)
+{
+    if (!CRYPTO_THREAD_run_once(&conf_idx_once, conf_idx_init) || conf_ctx_idx < 0
+        || conf_ssl_idx < 0)
+        return 0;
+    return SSL_get_ex_data(s, conf_ssl_idx) != NULL
+           || SSL_CTX_get_ex_data(SSL_get_SSL_CTX(s), conf_ctx_idx) != NULL;
+}
+
 int utls_conf_mode(SSL_CTX *ctx, SSL *s, const char *value)
 {
     uint32_t set, clear;
@@ -116,6 +143,14 @@ int utls_conf_mode(SSL_CTX *ctx, SSL *s, const char *value)
     if (s != NULL) {
         SSL_clear_mode(s, clear);
         SSL_set_mode(s, set);
+    }
+    if ((set & SSL_MODE_UNORDERED) != 0 && CRYPTO_THREAD_run_once(&conf_idx_once, conf_idx_init)) {
+        ERR_set_mark();
+        if (ctx != NULL && conf_ctx_idx >= 0)
+            (void)SSL_CTX_set_ex_data(ctx, conf_ctx_idx, (void *)1);
+        if (s != NULL && conf_ssl_idx >= 0)
+            (void)SSL_set_ex_data(s, conf_ssl_idx, (void *)1);
+        ERR_pop_to_mark();
     }
     return 1;
 }

@@ -33,4 +33,8 @@ void utls_ern_rx_done(SSL *s, utls_conn *c, uint64_t seq);
 /* keygen.c: the private copy of the read cipher context. */
 void utls_copy_read_ctx(SSL *s, utls_conn *c);
 
+/* conf.c: SSL_MODE_UNORDERED of |s| came from UTLS_MODE/UTLSMode (set on its
+ * SSL_CTX or on it by utls_conf_mode), not from the program. */
+int utls_mode_from_config(const SSL *s);
+
 #endif

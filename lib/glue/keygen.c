@@ -117,6 +117,28 @@ static int utls_bio_is_fragment_source(SSL *s)
  * utls_gen_setup decides whether records of the current read key can be
  * delivered out of order and builds the stores for it. Returns 1 if they can.
  */
+/*
+ * byte_stream_alpn: the negotiated ALPN protocol is one whose messages may
+ * span records (IANA's TLS ALPN registry: HTTP, SPDY, mail, news, chat, FTP,
+ * DNS over TLS with its length prefix, ...). Its records must stay in order.
+ */
+static int byte_stream_alpn(const SSL *s)
+{
+    static const char *const streams[] = {
+        "http/0.9", "http/1.0", "http/1.1", "h2", "h2c", "spdy/1", "spdy/2", "spdy/3",
+        "ftp", "imap", "pop3", "managesieve", "xmpp-client", "xmpp-server", "irc", "nntp",
+        "nnsp", "dot", "sunrpc", "postgresql", "mqtt", "smb", "coap", "ldap"};
+    const unsigned char *p = NULL;
+    unsigned int len = 0;
+    size_t i;
+
+    SSL_get0_alpn_selected(s, &p, &len);
+    for (i = 0; p != NULL && i < sizeof(streams) / sizeof(streams[0]); i++)
+        if (strlen(streams[i]) == len && memcmp(streams[i], p, len) == 0)
+            return 1;
+    return 0;
+}
+
 int utls_gen_setup(SSL *s, utls_conn *c)
 {
     const EVP_CIPHER *ciph;
@@ -139,6 +161,10 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     }
     c->gen_ready = 1;
     utls_probe13_setup(s, c);
+    if (utls_mode_from_config(s) && byte_stream_alpn(s)) {
+        c->stats.fallback = UTLS_FALLBACK_BYTE_STREAM;
+        return 0;
+    }
     if (BIO_get_ktls_recv(s->rbio)) {
         c->stats.fallback = UTLS_FALLBACK_KTLS;
         return 0;

@@ -1559,6 +1559,90 @@ static void test_api_segment_bio(void **state)
 }
 
 /* Fallback reasons that need a handshake but no loss: an ordinary BIO. */
+/* The server picks the client's first ALPN protocol. */
+static int alpn_pick_first(SSL *s, const unsigned char **out, unsigned char *outlen,
+                           const unsigned char *in, unsigned int inlen, void *arg)
+{
+    (void)s;
+    (void)arg;
+    if (inlen < 2 || in[0] == 0 || in[0] + 1u > inlen)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = in + 1;
+    *outlen = in[0];
+    return SSL_TLSEXT_ERR_OK;
+}
+
+/*
+ * alpn_fallback: a TLS 1.3 pair over memory BIOs whose server has
+ * SSL_MODE_UNORDERED, set by UTLS_MODE=unordered at SSL_CTX_new() when
+ * |from_env|, else by the program; the client offers ALPN |alpn| (NULL:
+ * none). Returns the server's UTLS_STATS.fallback after one record was read.
+ */
+static UTLS_FALLBACK alpn_fallback(const char *alpn, int from_env)
+{
+    if (from_env)
+        setenv("UTLS_MODE", "unordered", 1);
+    SSL_CTX *sctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
+    unsetenv("UTLS_MODE");
+    assert_true(SSL_CTX_use_certificate(sctx, g_ec_cert));
+    assert_true(SSL_CTX_use_PrivateKey(sctx, g_ec_key));
+    SSL_CTX_set_alpn_select_cb(sctx, alpn_pick_first, NULL);
+    SSL *c = SSL_new(cctx), *s = SSL_new(sctx);
+    if (alpn != NULL) {
+        unsigned char protos[64];
+        size_t len = strlen(alpn);
+        assert_true(len < sizeof(protos));
+        protos[0] = (unsigned char)len;
+        memcpy(protos + 1, alpn, len);
+        assert_int_equal(SSL_set_alpn_protos(c, protos, (unsigned int)len + 1), 0);
+    }
+    BIO *c2s = BIO_new(BIO_s_mem()), *s2c = BIO_new(BIO_s_mem());
+    BIO_up_ref(c2s);
+    BIO_up_ref(s2c);
+    SSL_set_bio(c, s2c, c2s);
+    SSL_set_bio(s, c2s, s2c);
+    SSL_set_connect_state(c);
+    SSL_set_accept_state(s);
+    if (!from_env)
+        SSL_set_mode(s, SSL_MODE_UNORDERED);
+    assert_true((SSL_get_mode(s) & SSL_MODE_UNORDERED) != 0);
+    for (int i = 0; i < 10; i++) {
+        SSL_do_handshake(c);
+        SSL_do_handshake(s);
+    }
+    assert_true(SSL_is_init_finished(c) && SSL_is_init_finished(s));
+    uint8_t m[200], buf[1000];
+    size_t n;
+    UTLS_RECORD_INFO info;
+    UTLS_STATS st;
+    assert_true(uh_msg_build(m, 0, 100));
+    assert_true(SSL_write_ex(c, m, 100, &n));
+    assert_int_equal(UTLS_read_record(s, buf, sizeof(buf), &n, &info), 1);
+    assert_int_equal(n, 100);
+    assert_int_equal(UTLS_get_stats(s, &st), 1);
+    SSL_free(c);
+    SSL_free(s);
+    SSL_CTX_free(cctx);
+    SSL_CTX_free(sctx);
+    return st.fallback;
+}
+
+/* Records of a byte-stream protocol are never reordered on UTLS_MODE's word
+ * alone: the mode from the environment plus ALPN http/1.1 or h2 is refused
+ * (UTLS_FALLBACK_BYTE_STREAM); the same ALPN with the mode set by the program,
+ * or the environment with a message protocol or none, is not. */
+static void test_api_byte_stream_alpn(void **state)
+{
+    (void)state;
+    assert_int_equal(alpn_fallback("http/1.1", 1), UTLS_FALLBACK_BYTE_STREAM);
+    assert_int_equal(alpn_fallback("h2", 1), UTLS_FALLBACK_BYTE_STREAM);
+    assert_int_not_equal(alpn_fallback("http/1.1", 0), UTLS_FALLBACK_BYTE_STREAM);
+    assert_int_not_equal(alpn_fallback("utls-messages", 1), UTLS_FALLBACK_BYTE_STREAM);
+    assert_int_not_equal(alpn_fallback(NULL, 1), UTLS_FALLBACK_BYTE_STREAM);
+    assert_string_equal(UTLS_fallback_string(UTLS_FALLBACK_BYTE_STREAM) != NULL ? "set" : "unset", "set");
+}
+
 static void test_api_fallback_plain_bio(void **state)
 {
     (void)state;
@@ -1832,6 +1916,7 @@ static void build_group(const char *group)
         g_tests[g_ntests++] = (struct CMUnitTest)cmocka_unit_test(test_api_limits);
         g_tests[g_ntests++] = (struct CMUnitTest)cmocka_unit_test(test_api_segment_bio);
         g_tests[g_ntests++] = (struct CMUnitTest)cmocka_unit_test(test_api_fallback_plain_bio);
+        g_tests[g_ntests++] = (struct CMUnitTest)cmocka_unit_test(test_api_byte_stream_alpn);
         const cipher_case *cs[] = {&tls13_ciphers[0], &tls12_aead_ciphers[0],
                                    &tls12_cbc_ciphers[1]};
         for (size_t i = 0; i < 3; i++) {
