@@ -1559,6 +1559,28 @@ static void test_api_segment_bio(void **state)
 }
 
 /* Fallback reasons that need a handshake but no loss: an ordinary BIO. */
+/* mem_pair_connect joins client |c| and server |s| through two memory BIOs. */
+static void mem_pair_connect(SSL *c, SSL *s)
+{
+    BIO *c2s = BIO_new(BIO_s_mem()), *s2c = BIO_new(BIO_s_mem());
+    BIO_up_ref(c2s);
+    BIO_up_ref(s2c);
+    SSL_set_bio(c, s2c, c2s);
+    SSL_set_bio(s, c2s, s2c);
+    SSL_set_connect_state(c);
+    SSL_set_accept_state(s);
+}
+
+/* mem_pair_handshake runs the handshake of a mem_pair_connect pair. */
+static void mem_pair_handshake(SSL *c, SSL *s)
+{
+    for (int i = 0; i < 10; i++) {
+        SSL_do_handshake(c);
+        SSL_do_handshake(s);
+    }
+    assert_true(SSL_is_init_finished(c) && SSL_is_init_finished(s));
+}
+
 /* The server picks the client's first ALPN protocol. */
 static int alpn_pick_first(SSL *s, const unsigned char **out, unsigned char *outlen,
                            const unsigned char *in, unsigned int inlen, void *arg)
@@ -1597,21 +1619,11 @@ static UTLS_FALLBACK alpn_fallback(const char *alpn, int from_env)
         memcpy(protos + 1, alpn, len);
         assert_int_equal(SSL_set_alpn_protos(c, protos, (unsigned int)len + 1), 0);
     }
-    BIO *c2s = BIO_new(BIO_s_mem()), *s2c = BIO_new(BIO_s_mem());
-    BIO_up_ref(c2s);
-    BIO_up_ref(s2c);
-    SSL_set_bio(c, s2c, c2s);
-    SSL_set_bio(s, c2s, s2c);
-    SSL_set_connect_state(c);
-    SSL_set_accept_state(s);
+    mem_pair_connect(c, s);
     if (!from_env)
         SSL_set_mode(s, SSL_MODE_UNORDERED);
     assert_true((SSL_get_mode(s) & SSL_MODE_UNORDERED) != 0);
-    for (int i = 0; i < 10; i++) {
-        SSL_do_handshake(c);
-        SSL_do_handshake(s);
-    }
-    assert_true(SSL_is_init_finished(c) && SSL_is_init_finished(s));
+    mem_pair_handshake(c, s);
     uint8_t m[200], buf[1000];
     size_t n;
     UTLS_RECORD_INFO info;
@@ -1651,22 +1663,12 @@ static void test_api_fallback_plain_bio(void **state)
     assert_true(SSL_CTX_use_certificate(sctx, g_ec_cert));
     assert_true(SSL_CTX_use_PrivateKey(sctx, g_ec_key));
     SSL *c = SSL_new(cctx), *s = SSL_new(sctx);
-    BIO *c2s = BIO_new(BIO_s_mem()), *s2c = BIO_new(BIO_s_mem());
-    BIO_up_ref(c2s);
-    BIO_up_ref(s2c);
-    SSL_set_bio(c, s2c, c2s);
-    SSL_set_bio(s, c2s, s2c);
-    SSL_set_connect_state(c);
-    SSL_set_accept_state(s);
+    mem_pair_connect(c, s);
     SSL_set_mode(s, SSL_MODE_UNORDERED);
     UTLS_STATS st;
     assert_int_equal(UTLS_get_stats(s, &st), 1);
     assert_int_equal(st.fallback, UTLS_FALLBACK_HANDSHAKE);
-    for (int i = 0; i < 10; i++) {
-        SSL_do_handshake(c);
-        SSL_do_handshake(s);
-    }
-    assert_true(SSL_is_init_finished(c) && SSL_is_init_finished(s));
+    mem_pair_handshake(c, s);
     uint8_t m[300], buf[1000];
     size_t n;
     UTLS_RECORD_INFO info;
