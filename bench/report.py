@@ -13,11 +13,12 @@ benchmarks. A file the run did not produce gives rows that say so. With
 (exit 1 if not).
 """
 import argparse
-import datetime
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from marked_region import replace_region  # noqa: E402
 
 BEGIN = "<!-- bench-report:begin -->"
 END = "<!-- bench-report:end -->"
@@ -105,11 +106,7 @@ def render(bench_dir):
 
 
 def splice(readme_text, table):
-    if BEGIN not in readme_text or END not in readme_text:
-        raise SystemExit("report.py: the README has no %s ... %s markers" % (BEGIN, END))
-    head, rest = readme_text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + BEGIN + "\n" + table + "\n" + END + tail
+    return replace_region(readme_text, BEGIN, END, table, "report.py")
 
 
 def main():

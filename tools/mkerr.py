@@ -17,6 +17,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from marked_region import replace_region  # noqa: E402
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 TABLE = os.path.join(ROOT, "lib", "reasons.txt")
 HEADER = os.path.join(ROOT, "include", "openssl", "utls.h")
@@ -51,7 +54,8 @@ def read_table(path):
 
 
 def header_block(entries):
-    lines = [BEGIN]
+    """The lines between the BEGIN and END markers of the header."""
+    lines = []
     for kind, val in entries:
         if kind == "group":
             lines.append("/* %s */" % val)
@@ -59,8 +63,7 @@ def header_block(entries):
             name, code, text = val
             lines.append("/* %s */" % text if len(text) <= 73 else "/*\n * %s\n */" % text)
             lines.append("# define %s %d" % (name, code))
-    lines.append(END)
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 def strings_file(entries):
@@ -75,10 +78,7 @@ def main():
     check = sys.argv[1:] == ["--check"]
     entries = read_table(TABLE)
     header = open(HEADER).read()
-    if BEGIN not in header or END not in header:
-        raise SystemExit("mkerr.py: %s has no %s ... %s" % (HEADER, BEGIN, END))
-    head, rest = header.split(BEGIN, 1)
-    new_header = head + header_block(entries) + rest.split(END, 1)[1]
+    new_header = replace_region(header, BEGIN, END, header_block(entries), "mkerr.py")
     new_strings = strings_file(entries)
     old_strings = open(STRINGS_FILE).read() if os.path.exists(STRINGS_FILE) else None
     stale = [p for p, old, new in ((HEADER, header, new_header), (STRINGS_FILE, old_strings, new_strings))

@@ -17,6 +17,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from marked_region import replace_region  # noqa: E402
+
 BEGIN = "<!-- latency-table:begin"
 END = "<!-- latency-table:end -->"
 ROWS = (
@@ -72,12 +75,7 @@ def render(doc):
 
 
 def splice(text, table):
-    b = text.find(BEGIN)
-    e = text.find(END)
-    if b < 0 or e < b:
-        raise SystemExit("readme_table: no %s ... %s markers in the README" % (BEGIN, END))
-    b = text.index("-->", b) + 3
-    return text[:b] + "\n" + table + text[e:]
+    return replace_region(text, BEGIN, END, table, "readme_table")
 
 
 def main():

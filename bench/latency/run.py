@@ -201,6 +201,15 @@ def tcp_counters(setup, prefix):
     return {k.split(":", 1)[1]: values.get(k, 0) for k in TCP_COUNTERS}
 
 
+def wait_ready(recv, ready, mode):
+    """Waits (10 s at most) for a receiver to write its |ready| file."""
+    deadline = time.time() + 10
+    while not os.path.exists(ready):
+        if recv.poll() is not None or time.time() > deadline:
+            raise RuntimeError("%s receiver did not start (exit %s)" % (mode, recv.poll()))
+        time.sleep(0.02)
+
+
 def finish_pair(recv, send, cap):
     """Waits for a mode's receiver and sender, forgets them, stops the capture;
     returns (receiver exit, receiver CPU, sender exit, sender CPU)."""
@@ -288,11 +297,7 @@ def run_quic_mode(setup, prefix, mode, cfg, rundir, capture):
     recv = spawn(setup.tb_exec(prefix, "receiver")
                  + [setup.quic_bin, "recv", "--listen", addr, "--out", recv_log, "--ready", ready,
                     "--keylog", keys, "--idle-ms", str(int(max(3000, 4 * rtt)))] + common)
-    deadline = time.time() + 10
-    while not os.path.exists(ready):
-        if recv.poll() is not None or time.time() > deadline:
-            raise RuntimeError("%s receiver did not start (exit %s)" % (mode, recv.poll()))
-        time.sleep(0.02)
+    wait_ready(recv, ready, mode)
     send = spawn(setup.tb_exec(prefix, "sender")
                  + [setup.quic_bin, "send", "--connect", addr, "--out", send_log,
                     "--interval", str(interval)] + common)
@@ -346,11 +351,7 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     recv = spawn(setup.tb_exec(prefix, "receiver")
                  + [binary, "recv", "--listen", addr, "--out", recv_log, "--ready", ready,
                     "--idle-ms", str(int(max(3000, 4 * rtt)))] + common, env=env)
-    deadline = time.time() + 10
-    while not os.path.exists(ready):
-        if recv.poll() is not None or time.time() > deadline:
-            raise RuntimeError("%s receiver did not start (exit %s)" % (mode, recv.poll()))
-        time.sleep(0.02)
+    wait_ready(recv, ready, mode)
     send = spawn(setup.tb_exec(prefix, "sender")
                  + [binary, "send", "--connect", addr, "--out", send_log,
                     "--interval", str(interval)]

@@ -537,7 +537,8 @@ static int tap_read(BIO *b, char *out, int outl)
              * timeout on the socket (SO_RCVTIMEO) ends the wait as it ends
              * recv(): EAGAIN, and SSL_read() says SSL_ERROR_WANT_READ.
              */
-            uint64_t deadline = tap_rcvtimeo_deadline_ns(t->sock);
+            uint64_t deadline = 0;
+            int deadline_read = 0; /* SO_RCVTIMEO is read only if we wait */
 
             for (;;) {
                 struct pollfd p[2] = {{.fd = t->sock, .events = POLLIN},
@@ -548,6 +549,10 @@ static int tap_read(BIO *b, char *out, int outl)
                     t->woke = 1;
                     BIO_set_retry_read(b);
                     return -1;
+                }
+                if (!deadline_read) {
+                    deadline = tap_rcvtimeo_deadline_ns(t->sock);
+                    deadline_read = 1;
                 }
                 if (deadline != 0) {
                     uint64_t now = utls_now_ns();

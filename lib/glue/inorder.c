@@ -198,7 +198,8 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     utls_conn *c = s->utls;
     uint64_t seq;
 
-    if (interleaved_handshake(s, rr->type))
+    /* Only a record delivered ahead is skipped: nothing to check without one. */
+    if (c != NULL && c->ahead.n > 0 && interleaved_handshake(s, rr->type))
         return 1; /* ssl3_read_bytes() fails the connection next, as stock does */
 
     /*
