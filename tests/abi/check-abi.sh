@@ -26,8 +26,11 @@ awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/fork" >"$tmp/fork.3"
 awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/sys" >"$tmp/sys.3"
 awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/fork" >"$tmp/fork.other"
 awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/sys" >"$tmp/sys.other"
-sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);$/\1 UTLS_0.1/p' "$map" | sort -u >"$tmp/map"
-echo "UTLS_0.1 UTLS_0.1" >>"$tmp/map"
+# "NAME NODE" for every symbol the map lists, in the node (UTLS_0.1,
+# UTLS_0.2, ...) that lists it, and "NODE NODE" for each node.
+awk '/^[A-Za-z_][A-Za-z0-9_.]* *\{/ { node = $1; print node, node; next }
+     node != "" && /^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;$/ { gsub(/[[:space:];]/, ""); print $0, node }' \
+    "$map" | sort -u >"$tmp/map"
 sort -u -o "$tmp/map" "$tmp/map"
 
 fail=0
