@@ -296,11 +296,43 @@ static void ip_tcp_prologue(bpf_asm *a)
     label(a, L_TCP);
 }
 
-/* The data socket's program: incoming TCP to a port of |p->data|. */
+/* payload_check: with X the offset of the TCP header and A the IP packet's
+ * total length, continue if the TCP segment carries payload (total > X +
+ * data offset), else reject; X is restored. */
+static void payload_check(bpf_asm *a)
+{
+    emit(a, BPF_ST, 1, 0, 0);                        /* M[1] = total */
+    emit(a, BPF_MISC | BPF_TXA, 0, 0, 0);            /* A = X */
+    emit(a, BPF_ST, 2, 0, 0);                        /* M[2] = X */
+    emit(a, BPF_LD | BPF_B | BPF_IND, 12, 0, 0);     /* data offset << 4 */
+    emit(a, BPF_ALU | BPF_RSH | BPF_K, 4, 0, 0);
+    emit(a, BPF_ALU | BPF_LSH | BPF_K, 2, 0, 0);
+    emit(a, BPF_ALU | BPF_ADD | BPF_X, 0, 0, 0);     /* A = X + TCP header length */
+    emit(a, BPF_MISC | BPF_TAX, 0, 0, 0);
+    emit(a, BPF_LD | BPF_MEM, 1, 0, 0);              /* A = total */
+    emit(a, BPF_JMP | BPF_JGT | BPF_X, 0, 1, 0);
+    emit(a, BPF_RET | BPF_K, 0, 0, 0);
+    emit(a, BPF_LDX | BPF_MEM, 2, 0, 0);             /* X = TCP header offset */
+}
+
+/*
+ * The data socket's program: incoming TCP segments with payload to a port
+ * of |p->data| (segments without payload carry nothing the tap uses: they
+ * take no ring space).
+ */
 static int build_data(bpf_asm *a, const tap_ports *p)
 {
     asm_init(a);
     ip_tcp_prologue(a);
+    /* A = IP total length, from the version nibble again */
+    emit(a, BPF_LD | BPF_B | BPF_ABS, 0, 0, 0);
+    emit(a, BPF_ALU | BPF_RSH | BPF_K, 4, 0, 0);
+    emit(a, BPF_JMP | BPF_JEQ | BPF_K, 4, 0, 2);
+    emit(a, BPF_LD | BPF_H | BPF_ABS, 2, 0, 0);      /* IPv4: total length */
+    emit(a, BPF_JMP | BPF_JA, 2, 0, 0);
+    emit(a, BPF_LD | BPF_H | BPF_ABS, 4, 0, 0);      /* IPv6: payload length */
+    emit(a, BPF_ALU | BPF_ADD | BPF_K, 40, 0, 0);
+    payload_check(a);
     emit(a, BPF_LD | BPF_H | BPF_IND, 2, 0, 0); /* destination port */
     port_search(a, p->data, p->num_data, 0x40000);
     return asm_finish(a);
