@@ -8,14 +8,16 @@
  * past a TCP hole are delivered as soon as they arrive.
  *
  *   utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W]
- *                     [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS]
+ *                     [--worker-conns K] [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS]
  *                     [--size S] [--ready FILE] [--out FILE] [--quiet]
  *       Serves until SIGTERM or SIGINT, then each worker appends one JSON
  *       line to FILE: connections, records (in and out of order), integrity
  *       (bad, duplicate), stream-offset consistency, latency shares, the
  *       tap's counters, RSS, descriptors, CPU time, uid and capabilities.
  *       --drop-to: open the tap, then setuid to USER with no capabilities
- *       before accepting anything (the tap keeps working).
+ *       before accepting anything (the tap keeps working). --worker-conns:
+ *       a worker stops accepting after K connections (as nginx's
+ *       worker_connections), so that prefork workers share the load.
  *   utls-server load --connect ADDR:PORT --conns N --rate R --size S
  *                    --duration-ms D [--out FILE] [--quiet]
  *       Opens N TLS connections (at most 256 handshakes at a time), then
@@ -61,7 +63,7 @@
 
 static struct {
     const char *addr, *out, *ready, *drop_to, *mode, *require;
-    long workers, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms;
+    long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms;
     int quiet;
 } opt = {.workers = 1, .rtt_ms = 100, .size = 1400, .conns = 1, .rate = 100,
          .duration_ms = 1000, .mode = "tls"};
@@ -77,7 +79,7 @@ static void on_signal(int sig)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W]\n"
+            "usage: utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W] [--worker-conns K]\n"
             "                   [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS] [--size S]\n"
             "                   [--ready FILE] [--out FILE] [--quiet]\n"
             "       utls-server load --connect ADDR:PORT --conns N --rate R --size S\n"
@@ -303,11 +305,16 @@ static SSL_CTX *server_ctx;
 static void conn_accept(int ep, int lfd)
 {
     for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP};
         conn *c;
         BIO *bio = NULL;
+        int fd, one = 1;
 
+        if (opt.worker_conns > 0 && W.conns >= (uint64_t)opt.worker_conns) {
+            (void)epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL); /* the others take the rest */
+            return;
+        }
+        fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
         if ((size_t)fd >= W.cap) {
@@ -437,7 +444,7 @@ static int worker(int lfd, int index)
     can_raw = can_raw >= 0;
     if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
         die("epoll_create1");
-    ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+    ev.events = EPOLLIN;
     ev.data.fd = lfd;
     if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) != 0)
         die("epoll_ctl listen");
@@ -756,6 +763,7 @@ int main(int argc, char **argv)
         {"--connect", EXAMPLE_OPT_STR, &opt.addr},
         {"--mode", EXAMPLE_OPT_STR, &opt.mode},
         {"--workers", EXAMPLE_OPT_LONG, &opt.workers},
+        {"--worker-conns", EXAMPLE_OPT_LONG, &opt.worker_conns},
         {"--drop-to", EXAMPLE_OPT_STR, &opt.drop_to},
         {"--accept-delay-ms", EXAMPLE_OPT_LONG, &opt.accept_delay_ms},
         {"--rtt-ms", EXAMPLE_OPT_LONG, &opt.rtt_ms},
