@@ -195,3 +195,23 @@ void utls_hook_ctx_new(SSL_CTX *ctx)
     /* Dormant until SSL_MODE_UTLS_NEGOTIATE is set on a connection. */
     utls_ern_register(ctx);
 }
+
+/*
+ * utls_tap_at_load: with UTLS_MODE asking for the tap, the process-wide tap
+ * is opened when the library is loaded, before the program runs: a server
+ * started as root that drops privileges before its first SSL_CTX_new() keeps
+ * the capture it could no longer open (docs/tap.md, DEPLOYMENT). Without the
+ * privilege nothing happens here; SSL_CTX_new() says so once, as before.
+ */
+__attribute__((constructor)) static void utls_tap_at_load(void)
+{
+    const char *mode = secure_getenv("UTLS_MODE");
+    uint32_t set, clear;
+    int tap = 0;
+
+    if (mode == NULL || *mode == '\0' || !utls_parse_mode(mode, &set, &clear, &tap) || !tap)
+        return;
+    ERR_set_mark();
+    (void)utls_tap_start_syn_watch();
+    ERR_pop_to_mark();
+}

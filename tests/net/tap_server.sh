@@ -26,9 +26,10 @@ net_require_root "network namespaces, the AF_PACKET tap, setuid"
 [ -n "${1:-}" ] && [ -n "${2:-}" ] || { echo "usage: tap_server.sh BINDIR SCENARIO"; exit 2; }
 SCENARIO=$2
 net_init "tsv$$" "net-tap-$SCENARIO"
-NET_PID_VARS="SERVER_PID FORGE_PID"
+NET_PID_VARS="SERVER_PID FORGE_PID COUNT_PID"
 SERVER_PID=
 FORGE_PID=
+COUNT_PID=
 BIN=$1/utls-server
 [ -x "$BIN" ] || { echo "FAIL: $BIN not built"; exit 1; }
 id nobody >/dev/null 2>&1 || { echo "SKIP: no user nobody"; exit 77; }
@@ -52,6 +53,11 @@ if [ "$SCENARIO" = forged_syn ]; then
     "$TB" --prefix "$PREFIX" exec router -- "$PY" "$HERE/forge_syn.py" --iface snd --dport 4433 \
         --delay-ms 80 --out "$WORK/forge.json" &
     FORGE_PID=$!
+    # Proof that the forged SYNs reach the receiver (TTL 200: inject.py's mark).
+    "$TB" --prefix "$PREFIX" exec receiver -- "$PY" "$HERE/inject.py" count \
+        --src "$("$TB" --prefix "$PREFIX" addr sender)" --dport 4433 --out "$WORK/count.json" &
+    COUNT_PID=$!
+    sleep 0.5
 fi
 # shellcheck disable=SC2086 # the option string is meant to split
 "$TB" --prefix "$PREFIX" exec receiver -- "$BIN" serve --listen "0.0.0.0:4433" --mode utls \
@@ -66,9 +72,10 @@ wait "$SERVER_PID"
 SRC=$?
 SERVER_PID=
 if [ -n "$FORGE_PID" ]; then
-    kill -TERM "$FORGE_PID"
-    wait "$FORGE_PID"
+    kill -TERM "$FORGE_PID" "$COUNT_PID"
+    wait "$FORGE_PID" "$COUNT_PID"
     FORGE_PID=
+    COUNT_PID=
 fi
 echo "server exit $SRC"
 PYTHONPATH="$HERE" "$PY" - "$WORK" "$SCENARIO" "$CONNS" <<'PY'
@@ -110,8 +117,10 @@ if scenario == "prefork":
               % (w["worker"], w["tap"]["foreign"]))
 if scenario == "forged_syn":
     forge = json.load(open(os.path.join(work, "forge.json")))
-    print("forge:", forge)
+    count = json.load(open(os.path.join(work, "count.json")))
+    print("forge:", forge, "at the receiver:", count)
     check(forge["forged"] >= conns, "a forged SYN after every genuine one (%d)" % forge["forged"])
+    check(count["forged"] >= conns, "the forged SYNs reached the receiver (%d)" % count["forged"])
 finish()
 PY
 PRC=$?
