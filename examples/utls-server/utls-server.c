@@ -62,7 +62,8 @@
 #define MAX_HANDSHAKING 256 /* load: handshakes in flight */
 
 static struct {
-    const char *addr, *out, *ready, *drop_to, *mode, *require;
+    const char *addr, *out, *ready, *drop_to, *mode, *require, *mark;
+    long hold_ms;
     long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms;
     int quiet;
 } opt = {.workers = 1, .rtt_ms = 100, .size = 1400, .conns = 1, .rate = 100,
@@ -122,7 +123,8 @@ typedef struct {
 } conn;
 
 typedef struct {
-    uint64_t lat_ns;
+    uint64_t lat_ns, at_ns;
+    uint32_t id, seq;
     int ooo;
 } sample;
 
@@ -133,11 +135,13 @@ static struct {
     uint64_t records, ooo, bad, dup, offset_errors, read_errors;
     sample *samples;
     size_t num_samples, samples_cap;
+    double cpu_at_first_ms; /* CPU time when the first message arrived */
+    uint64_t max_open;
     uint32_t *ids;        /* the connection numbers this worker served */
     size_t num_ids, ids_cap;
 } W;
 
-static void sample_add(uint64_t lat, int ooo)
+static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_t at)
 {
     if (W.num_samples == W.samples_cap) {
         size_t n = W.samples_cap ? 2 * W.samples_cap : 4096;
@@ -149,6 +153,9 @@ static void sample_add(uint64_t lat, int ooo)
         W.samples_cap = n;
     }
     W.samples[W.num_samples].lat_ns = lat;
+    W.samples[W.num_samples].at_ns = at;
+    W.samples[W.num_samples].id = id;
+    W.samples[W.num_samples].seq = seq;
     W.samples[W.num_samples++].ooo = ooo;
 }
 
@@ -180,6 +187,15 @@ static void conn_close(int ep, int fd)
 }
 
 /* record_check: one delivered message. */
+static double cpu_ms(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3
+           + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
 static void record_check(conn *c, const unsigned char *p, size_t n, int ooo, int has_info,
                          uint64_t tls_seq, uint64_t offset, size_t wire_len)
 {
@@ -187,6 +203,8 @@ static void record_check(conn *c, const unsigned char *p, size_t n, int ooo, int
     uint64_t sent, now = now_ns();
     size_t i;
 
+    if (W.records == 0)
+        W.cpu_at_first_ms = cpu_ms(); /* the handshakes are done */
     W.records++;
     W.ooo += ooo != 0;
     if (n < HDR_LEN) {
@@ -237,7 +255,7 @@ static void record_check(conn *c, const unsigned char *p, size_t n, int ooo, int
             W.offset_errors++;
         }
     }
-    sample_add(now > sent ? now - sent : 0, ooo);
+    sample_add(now > sent ? now - sent : 0, ooo, id, seq, now);
 }
 
 static void conn_service(int ep, int fd)
@@ -354,7 +372,8 @@ static void conn_accept(int ep, int lfd)
         if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
             die("epoll_ctl");
         W.conns++;
-        W.open_now++;
+        if (++W.open_now > W.max_open)
+            W.max_open = W.open_now;
     }
 }
 
@@ -401,6 +420,15 @@ static unsigned long long cap_eff(void)
             v = strtoull(line + 7, NULL, 16);
     fclose(f);
     return v;
+}
+
+static int cmp_conn_time(const void *a, const void *b)
+{
+    const sample *x = a, *y = b;
+
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return x->at_ns < y->at_ns ? -1 : x->at_ns > y->at_ns;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -490,11 +518,22 @@ static int worker(int lfd, int index)
             base = W.samples[i].lat_ns;
         lats[i] = W.samples[i].lat_ns;
     }
-    for (i = 0; i < W.num_samples; i++) {
-        uint64_t extra = W.samples[i].lat_ns - base;
+    for (i = 0; i < W.num_samples; i++)
+        late_rtt += W.samples[i].lat_ns - base > (uint64_t)opt.rtt_ms * 1000000u;
+    /*
+     * Records held behind a hole and delivered in order: late by more than
+     * half an RTT, and delivered right after (within 2 ms of) an earlier
+     * message of the same connection that was late too: the lost one, which
+     * itself is not past a hole. The share of records past a hole delivered
+     * out of order is ooo / (ooo + held_in_order).
+     */
+    qsort(W.samples, W.num_samples, sizeof(*W.samples), cmp_conn_time);
+    for (i = 1; i < W.num_samples; i++) {
+        const sample *x = &W.samples[i], *p = &W.samples[i - 1];
+        uint64_t half = (uint64_t)opt.rtt_ms * 500000u;
 
-        late_rtt += extra > (uint64_t)opt.rtt_ms * 1000000u;
-        held += !W.samples[i].ooo && extra > (uint64_t)opt.rtt_ms * 500000u;
+        held += !x->ooo && x->lat_ns - base > half && p->id == x->id && p->seq < x->seq
+                && p->lat_ns - base > half && x->at_ns - p->at_ns < 2000000u;
     }
     qsort(lats, W.num_samples, sizeof(*lats), cmp_u64);
     getrusage(RUSAGE_SELF, &ru);
@@ -510,7 +549,7 @@ static int worker(int lfd, int index)
             "\"held_in_order\":%zu,\"bad\":%llu,\"dup\":%llu,\"offset_errors\":%llu,"
             "\"read_errors\":%llu,\"delayed_gt_rtt\":%zu,\"p50_ms\":%.2f,\"p99_ms\":%.2f,"
             "\"base_ms\":%.2f,\"rss_kb\":%ld,\"rss_peak_kb\":%ld,\"fds\":%ld,"
-            "\"cpu_ms\":%.1f,\"open_at_end\":%llu",
+            "\"cpu_ms\":%.1f,\"data_cpu_ms\":%.1f,\"max_open\":%llu,\"open_at_end\":%llu",
             index, (int)getpid(), (int)getuid(), cap_eff(), can_raw, loaded_libssl(), opt.mode,
             (unsigned long long)W.conns, (unsigned long long)W.tapped,
             (unsigned long long)W.untapped, (unsigned long long)W.hs_fail,
@@ -523,6 +562,7 @@ static int worker(int lfd, int index)
             count_fds(),
             (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3
                 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3,
+            W.records > 0 ? cpu_ms() - W.cpu_at_first_ms : 0.0, (unsigned long long)W.max_open,
             (unsigned long long)W.open_now);
 #ifndef UTLS_SERVER_STOCK
         {
@@ -614,6 +654,23 @@ static int serve(void)
 
 /* --- load -------------------------------------------------------------------- */
 
+/* host_cpu_ticks: the whole host's busy time (user, nice, system, irq,
+ * softirq, steal) from /proc/stat, in clock ticks. */
+static unsigned long long host_cpu_ticks(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+               &v[4], &v[5], &v[6], &v[7])
+        != 8)
+        memset(v, 0, sizeof(v));
+    fclose(f);
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+}
+
 typedef struct {
     int fd;
     SSL *ssl;
@@ -629,7 +686,8 @@ static int load(void)
     SSL_CTX *ctx;
     int ep;
     long started = 0, ready = 0, failed = 0, i;
-    uint64_t t0, deadline, sent = 0, write_fail = 0, next, interval;
+    uint64_t t0, deadline, sent = 0, write_fail = 0, next, interval, send_t0, send_t1;
+    unsigned long long cpu0, cpu1;
     unsigned char *msg;
     struct epoll_event evs[256];
     FILE *out;
@@ -701,6 +759,8 @@ static int load(void)
          (now_ns() - t0) / 1e9);
     /* The load: records dealt round robin over the ready connections. */
     interval = 1000000000ull / (uint64_t)(opt.rate > 0 ? opt.rate : 1);
+    cpu0 = host_cpu_ticks();
+    send_t0 = now_ns();
     next = now_ns();
     deadline = next + (uint64_t)opt.duration_ms * 1000000u;
     i = 0;
@@ -735,6 +795,17 @@ static int load(void)
     }
     /* Let the last records and retransmissions arrive, then close. */
     sleep_until(now_ns() + 3ull * (uint64_t)opt.rtt_ms * 1000000u + 500000000u);
+    cpu1 = host_cpu_ticks();
+    send_t1 = now_ns();
+    if (opt.mark != NULL) {
+        FILE *m = fopen(opt.mark, "w");
+
+        if (m != NULL)
+            fclose(m);
+    }
+    /* Connections open and idle, e.g. while bench/scale measures another flow. */
+    if (opt.hold_ms > 0)
+        sleep_until(now_ns() + (uint64_t)opt.hold_ms * 1000000u);
     for (i = 0; i < opt.conns; i++) {
         if (L[i].ssl != NULL) {
             if (L[i].state == 2)
@@ -747,9 +818,12 @@ static int load(void)
         die("cannot open %s", opt.out);
     fprintf(out,
             "{\"event\":\"load\",\"conns\":%ld,\"ready\":%ld,\"failed\":%ld,\"sent\":%llu,"
-            "\"write_fail\":%llu,\"rate\":%ld,\"size\":%ld,\"duration_ms\":%ld}\n",
+            "\"write_fail\":%llu,\"rate\":%ld,\"size\":%ld,\"duration_ms\":%ld,"
+            "\"host_cpu_ms\":%.1f,\"window_s\":%.3f,\"handshake_s\":%.2f}\n",
             opt.conns, ready, failed, (unsigned long long)sent, (unsigned long long)write_fail,
-            opt.rate, opt.size, opt.duration_ms);
+            opt.rate, opt.size, opt.duration_ms,
+            (double)(cpu1 - cpu0) * 1000.0 / (double)sysconf(_SC_CLK_TCK),
+            (send_t1 - send_t0) / 1e9, (send_t0 - t0) / 1e9);
     if (out != stdout)
         fclose(out);
     SSL_CTX_free(ctx);
@@ -771,6 +845,8 @@ int main(int argc, char **argv)
         {"--conns", EXAMPLE_OPT_LONG, &opt.conns},
         {"--rate", EXAMPLE_OPT_LONG, &opt.rate},
         {"--duration-ms", EXAMPLE_OPT_LONG, &opt.duration_ms},
+        {"--hold-ms", EXAMPLE_OPT_LONG, &opt.hold_ms},
+        {"--mark", EXAMPLE_OPT_STR, &opt.mark},
         {"--ready", EXAMPLE_OPT_STR, &opt.ready},
         {"--out", EXAMPLE_OPT_STR, &opt.out},
         {"--require", EXAMPLE_OPT_STR, &opt.require},
