@@ -197,7 +197,7 @@ def main():
         a.ns, a.duration_ms, a.bulk_mb, a.bulk_runs = "100", 2000, 256, 1
     a.bin_dir = a.bin_dir or os.path.join(a.build, "examples", "utls-server")
     ns = [int(x) for x in a.ns.split(",")]
-    prefix = "usc%d" % os.getpid()
+    prefix = "usc%d" % (os.getpid() % 100000)
     work = tempfile.mkdtemp(prefix="bench-scale.")
     os.chmod(work, 0o755)
     env_bin = os.environ.get("UTLS_NFQ_DELAY")
@@ -263,7 +263,24 @@ def main():
         json.dump(result, f, indent=1)
     log("wrote %s; targets: %s" % (path, json.dumps(t)))
     subprocess.run(["rm", "-rf", work])
-    return 0
+    # What must hold in any run, the smoke run included: nothing lost,
+    # forged or duplicated, every connection tapped, early records.
+    bad = []
+    for r in result["runs"]:
+        for side in ("stock", "utls"):
+            x = r[side]
+            if x["delivered"] != x["sent"] or x["bad"] or x["dup"] or x["failed"]:
+                bad.append("N=%d %s: %d of %d delivered, %d bad, %d dup, %d failed"
+                           % (r["conns"], side, x["delivered"], x["sent"], x["bad"], x["dup"],
+                              x["failed"]))
+        if r["utls"]["tapped"] != r["conns"]:
+            bad.append("N=%d: %d of %d connections tapped" % (r["conns"], r["utls"]["tapped"],
+                                                              r["conns"]))
+        if r["conns"] >= 100 and r["utls"]["out_of_order"] == 0:
+            bad.append("N=%d: no record out of order" % r["conns"])
+    for b in bad:
+        log("FAIL: " + b)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
