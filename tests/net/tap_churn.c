@@ -252,7 +252,7 @@ int main(int argc, char **argv)
         check(0, "the client process closed its connections");
     check(st.attached == (size_t)concurrent, "the table holds every concurrent connection");
     for (i = 0; i < concurrent; i++) {
-        BIO_free(bios[i]);
+        BIO_free_all(bios[i]); /* the tap and its socket BIO */
         close(sfds[i]);
     }
     st = tap_stats();
@@ -273,7 +273,7 @@ int main(int argc, char **argv)
         b = tap_one(s, c, (unsigned char)i, &ok);
         churn_tapped += b != NULL;
         churn_read += ok;
-        BIO_free(b);
+        BIO_free_all(b);
         close_rst(c);
         close(s);
         if (i + 1 == churn / 10) {
