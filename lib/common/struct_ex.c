@@ -59,10 +59,14 @@ static int size_ok(const char *type, size_t size, size_t first_size)
     return 0;
 }
 
-/* read_in copies the caller's structure over |dst|, which holds the
- * defaults; 0 with the reason queued for a field this library does not know. */
-static int read_in(const char *type, void *dst, size_t dst_size, const void *src, size_t size)
+/* read_in checks the caller's |size| and copies its structure over |dst|,
+ * which holds the defaults; 0 with the reason queued for a size it does not
+ * accept or a field this library does not know. */
+static int read_in(const char *type, void *dst, size_t dst_size, size_t first_size,
+                   const void *src, size_t size)
 {
+    if (!size_ok(type, size, first_size))
+        return 0;
     if (utls_struct_in(dst, dst_size, src, size))
         return 1;
     utls_raise(UTLS_R_STRUCT_SIZE, "%s: a field past this library's %zu bytes is set", type,
@@ -138,8 +142,7 @@ int UTLS_set_limits_ex(SSL *s, const UTLS_LIMITS *limits, size_t limits_size)
     if (limits == NULL)
         return UTLS_set_limits(s, NULL);
     UTLS_limits_default(&full);
-    if (!size_ok("UTLS_LIMITS", limits_size, UTLS_LIMITS_SIZE_0_1)
-        || !read_in("UTLS_LIMITS", &full, sizeof(full), limits, limits_size))
+    if (!read_in("UTLS_LIMITS", &full, sizeof(full), UTLS_LIMITS_SIZE_0_1, limits, limits_size))
         return 0;
     return UTLS_set_limits(s, &full);
 }
@@ -151,8 +154,8 @@ UTLS_SCHED *UTLS_sched_new_ex(SSL *s, const UTLS_SCHED_CONFIG *config, size_t co
     if (config == NULL)
         return UTLS_sched_new(s, NULL);
     UTLS_sched_config_default(&full);
-    if (!size_ok("UTLS_SCHED_CONFIG", config_size, UTLS_SCHED_CONFIG_SIZE_0_1)
-        || !read_in("UTLS_SCHED_CONFIG", &full, sizeof(full), config, config_size))
+    if (!read_in("UTLS_SCHED_CONFIG", &full, sizeof(full), UTLS_SCHED_CONFIG_SIZE_0_1, config,
+                 config_size))
         return NULL;
     return UTLS_sched_new(s, &full);
 }

@@ -21,6 +21,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "test_identity.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,22 +77,8 @@ static X509 *cert;
 /* A throwaway P-256 key and self-signed certificate for the server. */
 static void make_cert(void)
 {
-    X509_NAME *name;
-
-    key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-    cert = X509_new();
-    if (key == NULL || cert == NULL)
+    if (!ti_make_identity(1, "errqueue", &key, &cert))
         die("key or certificate");
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"errqueue", -1, -1,
-                               0);
-    X509_set_issuer_name(cert, name);
-    if (!X509_sign(cert, key, EVP_sha256()))
-        die("X509_sign");
 }
 
 struct pair {
