@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "utls/ucobs.h"
+#include "test_rng.h"
 
 #define CHECK(c)                                                                      \
     do {                                                                              \
@@ -35,10 +36,7 @@ static uint64_t rng;
 
 static uint32_t next32(void)
 {
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (uint32_t)((rng * 0x2545F4914F6CDD1Dull) >> 32);
+    return (uint32_t)(test_xorshift64star(&rng) >> 32);
 }
 
 typedef struct {

@@ -10,16 +10,13 @@
 #include <cmocka.h>
 
 #include "utls/ucobs.h"
+#include "test_rng.h"
 
 static uint64_t rng_state;
 
 static uint32_t rnd32(void)
 {
-    /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+    return (uint32_t)(test_xorshift64star(&rng_state) >> 32);
 }
 
 /* A sent stream: the datagrams and where each frame lies. */
