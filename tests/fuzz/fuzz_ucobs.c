@@ -128,15 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         so[nseg] = so[j];
         se[nseg++] = se[j];
     }
-    for (size_t i = nseg; i > 1; i--) {
-        size_t j = next32() % i;
-        uint64_t t = so[i - 1];
-        so[i - 1] = so[j];
-        so[j] = t;
-        t = se[i - 1];
-        se[i - 1] = se[j];
-        se[j] = t;
-    }
+    test_shuffle_pairs(so, se, nseg, &rng);
     rx = utls_ucobs_rx_new(NULL, 0);
     CHECK(rx != NULL);
     for (size_t i = 0; i < nseg; i++) {

@@ -568,16 +568,7 @@ static void test_ucobs_property(void **state)
             so[nseg] = a;
             se[nseg++] = b < s.wire_len ? b : s.wire_len;
         }
-        /* shuffle */
-        for (size_t i = nseg; i > 1; i--) {
-            size_t j = rnd32() % i;
-            uint64_t t = so[i - 1];
-            so[i - 1] = so[j];
-            so[j] = t;
-            t = se[i - 1];
-            se[i - 1] = se[j];
-            se[j] = t;
-        }
+        test_shuffle_pairs(so, se, nseg, &rng_state);
         utls_ucobs_rx *rx = rx_start(&s, NULL);
         for (size_t i = 0; i < nseg; i++) {
             feed(rx, &s, so[i], se[i]);
