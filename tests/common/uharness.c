@@ -108,12 +108,8 @@ int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t se
     return uh_seg_pair_new_opts(p, key, cert, &o);
 }
 
-int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o)
+int uh_pair_contexts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o)
 {
-    uint8_t buf[65536];
-    int n;
-    BIO *sbio;
-
     memset(p, 0, sizeof(*p));
     p->sctx = SSL_CTX_new(TLS_server_method());
     p->cctx = SSL_CTX_new(TLS_client_method());
@@ -141,6 +137,18 @@ int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pai
     p->s = SSL_new(p->sctx);
     p->c_in = BIO_new(BIO_s_mem());
     p->c_out = BIO_new(BIO_s_mem());
+    return 1;
+}
+
+int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o)
+{
+    uint8_t buf[65536];
+    int n;
+    BIO *sbio;
+
+    if (!uh_pair_contexts(p, key, cert, o)) {
+        return 0;
+    }
     if (o->utcp) {
         p->utcp = BIO_new(UTLS_BIO_f_utcp());
         p->units = BIO_new(uh_BIO_s_units());
