@@ -1,3 +1,5 @@
+/* one concept: the process-wide capture, its flow table and its lock (the table,
+ * the inboxes and the ring are drained under one lock, so they live in one file). */
 /*
  * The process-wide tap (the "hub").
  *
