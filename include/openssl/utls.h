@@ -117,11 +117,24 @@ unsigned long UTLS_base_version_num(void);
 # define SSL_MODE_UTLS_NEGOTIATE 0x00000800U
 
 /*
- * Every bit uTLS takes in SSL_set_mode()'s space: SSL_MODE_UTLS_UNORDERED,
- * SSL_MODE_UTLS_UNORDERED_PARTIAL and SSL_MODE_UTLS_NEGOTIATE (tests/abi
- * checks that it is their union).
+ * SSL_MODE_UTLS_IP_TUNNEL says that every application record carries one IP
+ * packet (an IP tunnel: examples/tunnel, socat TUN, ...). With
+ * SSL_MODE_UNORDERED, a record past a hole is delivered early only if its
+ * packet is a datagram whose protocol takes reordering as it comes (UDP,
+ * UDP-Lite, ICMP, ICMPv6); every other record -- inner TCP above all, which
+ * would take reordering for loss and retransmit spuriously -- is delivered in
+ * the stream's order, exactly as without the mode. docs/tunnel.md has the
+ * measurement behind the policy. The UTLS_MODE / UTLSMode word is
+ * "iptunnel".
  */
-# define SSL_MODE_UTLS_ALL 0x00001a00U
+# define SSL_MODE_UTLS_IP_TUNNEL 0x00002000U
+
+/*
+ * Every bit uTLS takes in SSL_set_mode()'s space: SSL_MODE_UTLS_UNORDERED,
+ * SSL_MODE_UTLS_UNORDERED_PARTIAL, SSL_MODE_UTLS_NEGOTIATE and
+ * SSL_MODE_UTLS_IP_TUNNEL (tests/abi checks that it is their union).
+ */
+# define SSL_MODE_UTLS_ALL 0x00003a00U
 
 /* Bits of UTLS_ern_status(). */
 # define UTLS_ERN_OFFERED  0x01 /* server: offered; client: saw a valid offer */
@@ -266,10 +279,13 @@ typedef enum {
     UTLS_FALLBACK_NO_FRAGMENTS,   /* the read BIO reports no fragments (an
                                    * ordinary BIO: nothing to do, no hole) */
     UTLS_FALLBACK_RESOURCES,      /* allocation failure: in order only */
-    UTLS_FALLBACK_BYTE_STREAM     /* the mode came from UTLS_MODE/UTLSMode, not
+    UTLS_FALLBACK_BYTE_STREAM,    /* the mode came from UTLS_MODE/UTLSMode, not
                                    * the program, and the negotiated ALPN is a
                                    * byte-stream protocol (http/1.1, h2, ...):
                                    * its records are not messages */
+    UTLS_FALLBACK_OUT_OF_SCOPE    /* the mode came from UTLS_MODE/UTLSMode and
+                                   * the connection matches none of its scope
+                                   * words (port=, alpn=, sni=): docs/unordered.md */
 } UTLS_FALLBACK;
 
 /* UTLS_STATS counts one connection's out-of-order work (receive side). */

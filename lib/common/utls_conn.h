@@ -80,6 +80,7 @@ struct utls_conn_st {
 
     unsigned char *scratch; /* one record: header + max ciphertext */
     int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */
+    int ip_tunnel;          /* SSL_MODE_UTLS_IP_TUNNEL: only datagrams go early */
 
     /* Explicit record numbers: the negotiation and both directions
      * (lib/ern/utls_ern.h). */

@@ -223,7 +223,7 @@ class Server:
         if self.lib == "fork":
             env["LD_PRELOAD"] = self.args.fork
             if self.unordered:
-                env["UTLS_MODE"] = "unordered,tap"
+                env["UTLS_MODE"] = "unordered,tap,all"
         cmd = [self.args.server, "--proto", self.proto, "--count", str(self.count)] + self.extra
         if HOLE and self.proto == "tls":
             cmd = HOLE.server_prefix() + cmd + ["--bind", HOLE.SERVER_ADDR]
