@@ -68,7 +68,9 @@ static struct {
 
 static int tun_fd = -1;
 static FILE *logf_;
+#ifndef TUNNEL_STOCK
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
 static int utls_mode;
 
 static void usage(void)
@@ -255,6 +257,7 @@ static void reader_modes(SSL *ssl)
 #endif
 }
 
+#ifndef TUNNEL_STOCK
 static void skip_without_tap(void)
 {
     if (opt.skip_without_tap) {
@@ -262,6 +265,7 @@ static void skip_without_tap(void)
         exit(77);
     }
 }
+#endif
 
 /* tls_connect: the client side of one direction's connection; |reads|: this
  * end reads it (with a tap in utls mode). */
@@ -383,6 +387,8 @@ int main(int argc, char **argv)
     logf_ = start_log(opt.log, opt.timeout_s);
     if (opt.log == NULL)
         logf_ = NULL; /* start_log's stdout: no log asked for */
+    else
+        setvbuf(logf_, NULL, _IOLBF, 0); /* complete lines, even when killed */
     parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
     tun_fd = open_tun(opt.tun, opt.local, opt.peer, opt.mtu);
 
