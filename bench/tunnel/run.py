@@ -3,7 +3,7 @@
 
 Each receiver mode gets a testbed of its own (PREFIX0, PREFIX1, ...), all
 with the same parameters and loss seed (default 100 ms RTT, 2% random loss on
-the data direction, a 40 Mbit/s bottleneck), brought up at once. The tunnel's
+the data direction, a 20 Mbit/s bottleneck), brought up at once. The tunnel's
 server runs in the receiver namespace, its client in the sender namespace;
 the inner flows go from the sender's tunnel address 10.99.0.1 to the
 receiver's 10.99.0.2, so their packets cross the lossy direction inside the
@@ -17,6 +17,7 @@ Modes (--modes):
   socat_tls      socat TUN <-> OPENSSL (Debian's socat), the system libssl
   socat_preload  the same socat, its receiving side with the fork preloaded:
                  UTLS_MODE=unordered,tap,iptunnel,port=PORT
+  socat_preload_nopolicy  the same without the word iptunnel
   socat_evloop   as socat_preload plus the companion preload library of the
                  event-loop work (--evloop-lib PATH; only with that option):
                  socat waits in pselect6, and without the companion library
@@ -25,8 +26,8 @@ Modes (--modes):
 Phases: (1) a VoIP-like flow, --voip-count UDP datagrams of 172 bytes at 50/s,
 all modes at once; the utls run is captured on the receiver's interface and
 each datagram's oracle is the moment the last byte of the record carrying it
-reached the host. (2) inner TCP bulk transfers (--bulk-bytes, cubic) through
-each mode in turn, --runs rounds; goodput, SHA-256 and the inner sender's
+reached the host. (2) inner TCP bulk transfers (--bulk-bytes, cubic), every
+mode at once in each of --runs rounds; goodput, SHA-256 and the inner sender's
 retransmissions. Output: OUT/tunnel.json.
 """
 import argparse
@@ -49,7 +50,8 @@ BULK_PORT = 5201
 SND_IP, RCV_IP = "10.99.0.1", "10.99.0.2"
 TUN = "utun"
 MTU = 1400
-ALL_MODES = ("tls", "utls", "utls_nopolicy", "socat_tls", "socat_preload", "socat_evloop")
+ALL_MODES = ("tls", "utls", "utls_nopolicy", "socat_tls", "socat_preload", "socat_preload_nopolicy",
+             "socat_evloop")
 
 _live = []
 
@@ -171,10 +173,11 @@ class Bed:
             for k in ("LD_PRELOAD", "UTLS_MODE"):
                 env.pop(k, None)
             senv = dict(env)
-            if m in ("socat_preload", "socat_evloop"):
-                libs = [a.fork] if m == "socat_preload" else [a.evloop_lib, a.fork]
+            if m in ("socat_preload", "socat_preload_nopolicy", "socat_evloop"):
+                libs = [a.evloop_lib, a.fork] if m == "socat_evloop" else [a.fork]
                 senv["LD_PRELOAD"] = " ".join(libs)
-                senv["UTLS_MODE"] = "unordered,tap,iptunnel,port=%d" % PORT
+                senv["UTLS_MODE"] = ("unordered,tap,port=%d" if m == "socat_preload_nopolicy"
+                                     else "unordered,tap,iptunnel,port=%d") % PORT
             tun = "TUN:%s/24,tun-name=%s,tun-type=tun,iff-no-pi,iff-up"
             srv = spawn(self.ex("receiver") + [a.socat, "-b", "65536",
                                                "OPENSSL-LISTEN:%d,reuseaddr,nodelay,cert=%s,key=%s,verify=0"
@@ -308,7 +311,10 @@ def oracle(bed, voip, a):
 
 
 def bulk_phase(beds, a, doc):
+    """Every mode's transfer at once in each round: the modes share the
+    machine's load alike, so the ratios compare like with like."""
     for rnd in range(a.runs):
+        started = []
         for b in beds:
             out = b.path("bulk%d.json" % rnd)
             rd = b.path("bulk.ready")
@@ -319,12 +325,16 @@ def bulk_phase(beds, a, doc):
                                           "--out", out, "--ready", rd])
             if not wait_file(rd, r):
                 raise RuntimeError("%s: bulk receiver did not start" % b.mode)
-            s = subprocess.run(b.ex("sender") + [a.python, a.flows, "bulk-send", RCV_IP,
-                                                 str(BULK_PORT), "--bytes", str(a.bulk_bytes),
-                                                 "--seed", str(a.seed + rnd)],
-                               stdout=subprocess.PIPE, text=True, timeout=300)
+            started.append((b, r, out))
+        sends = [(b, r, out, spawn(b.ex("sender") + [a.python, a.flows, "bulk-send", RCV_IP,
+                                                     str(BULK_PORT), "--bytes", str(a.bulk_bytes),
+                                                     "--seed", str(a.seed + rnd)],
+                                   stdout=subprocess.PIPE, text=True))
+                 for b, r, out in started]
+        for b, r, out, s in sends:
+            stdout, _ = s.communicate(timeout=600)
             r.wait(60)
-            sent = json.loads(s.stdout.strip().splitlines()[-1]) if s.stdout.strip() else {}
+            sent = json.loads(stdout.strip().splitlines()[-1]) if stdout.strip() else {}
             got = json.load(open(out)) if os.path.exists(out) else {}
             run = {"mbit_s": got.get("mbit_s"), "seconds": got.get("seconds"),
                    "bytes": got.get("bytes"), "inner_retransmissions": sent.get("retrans"),
@@ -341,7 +351,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", help="default BUILD/bench")
     ap.add_argument("--prefix", default="utun")
-    ap.add_argument("--modes", default="tls,utls,utls_nopolicy,socat_tls,socat_preload")
+    ap.add_argument("--modes", default="tls,utls,utls_nopolicy,socat_tls,socat_preload,"
+                                        "socat_preload_nopolicy")
     ap.add_argument("--evloop-lib", help="the companion preload library (adds socat_evloop)")
     ap.add_argument("--voip-count", type=int, default=3000)
     ap.add_argument("--bulk-bytes", type=int, default=20_000_000)
@@ -349,7 +360,7 @@ def main():
     ap.add_argument("--rtt", type=float, default=100.0)
     ap.add_argument("--loss", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--rate", type=float, default=40.0, help="bottleneck, Mbit/s")
+    ap.add_argument("--rate", type=float, default=20.0, help="bottleneck, Mbit/s")
     ap.add_argument("--queue", type=int, default=300, help="bottleneck queue, packets")
     ap.add_argument("--cc", default="bbr", help="the outer TCP's congestion control")
     ap.add_argument("--smoke", action="store_true",
@@ -466,6 +477,15 @@ def main():
             md["socat_preload"]["bulk"]["median_mbit_s"], md["socat_tls"]["bulk"]["median_mbit_s"])
         t["voip_delayed_socat_preload_over_socat_tls"] = ratio(
             md["socat_preload"]["voip"]["delayed_gt_base_plus_100ms"],
+            md["socat_tls"]["voip"]["delayed_gt_base_plus_100ms"])
+    if "socat_preload_nopolicy" in md and "socat_tls" in md:
+        t["bulk_goodput_socat_preload_nopolicy_over_socat_tls"] = ratio(
+            md["socat_preload_nopolicy"]["bulk"]["median_mbit_s"], md["socat_tls"]["bulk"]["median_mbit_s"])
+    if "socat_evloop" in md and "socat_tls" in md:
+        t["bulk_goodput_socat_evloop_over_socat_tls"] = ratio(
+            md["socat_evloop"]["bulk"]["median_mbit_s"], md["socat_tls"]["bulk"]["median_mbit_s"])
+        t["voip_delayed_socat_evloop_over_socat_tls"] = ratio(
+            md["socat_evloop"]["voip"]["delayed_gt_base_plus_100ms"],
             md["socat_tls"]["voip"]["delayed_gt_base_plus_100ms"])
     doc["ratios"] = t
     path = os.path.join(a.out, "tunnel.json")
