@@ -3,7 +3,7 @@
 
 Each receiver mode gets a testbed of its own (PREFIX0, PREFIX1, ...), all
 with the same parameters and loss seed (default 100 ms RTT, 2% random loss on
-the data direction, a 20 Mbit/s bottleneck), brought up at once. The tunnel's
+the data direction, a 10 Mbit/s bottleneck), brought up at once. The tunnel's
 server runs in the receiver namespace, its client in the sender namespace;
 the inner flows go from the sender's tunnel address 10.99.0.1 to the
 receiver's 10.99.0.2, so their packets cross the lossy direction inside the
@@ -23,11 +23,12 @@ Modes (--modes):
                  socat waits in pselect6, and without the companion library
                  it never learns of a record past a hole
 
+examples/tunnel's modes run first, then socat's; within each group:
 Phases: (1) a VoIP-like flow, --voip-count UDP datagrams of 172 bytes at 50/s,
-all modes at once; the utls run is captured on the receiver's interface and
+the group's modes at once; the utls run is captured on the receiver's interface and
 each datagram's oracle is the moment the last byte of the record carrying it
 reached the host. (2) inner TCP bulk transfers (--bulk-bytes, cubic), every
-mode at once in each of --runs rounds; goodput, SHA-256 and the inner sender's
+mode of the group at once in each of --runs rounds; goodput, SHA-256 and the inner sender's
 retransmissions. Output: OUT/tunnel.json.
 """
 import argparse
@@ -360,7 +361,7 @@ def main():
     ap.add_argument("--rtt", type=float, default=100.0)
     ap.add_argument("--loss", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--rate", type=float, default=20.0, help="bottleneck, Mbit/s")
+    ap.add_argument("--rate", type=float, default=10.0, help="bottleneck, Mbit/s")
     ap.add_argument("--queue", type=int, default=300, help="bottleneck queue, packets")
     ap.add_argument("--cc", default="bbr", help="the outer TCP's congestion control")
     ap.add_argument("--smoke", action="store_true",
@@ -415,31 +416,39 @@ def main():
                       "threshold_ms": threshold,
                       "threshold": "one-way delay (rtt/2) + 100 ms: 'later than base + 100 ms'"},
            "modes": {m: {"voip": None, "bulk": {"runs": []}} for m in modes}}
-    beds = [Bed(a, m, i) for i, m in enumerate(modes)]
     rc = 0
-    try:
-        for b in beds:
-            b.up()
-            if b.mode == "utls":
-                b.start_capture()
-            b.start_tunnel()
-            doc["modes"][b.mode]["receiver_libssl"] = b.loaded_libssl()
-        log("tunnels up: %s" % ", ".join("%s (%s)" % (b.mode, b.prefix) for b in beds))
-        voip_phase(beds, a)
-        for b in beds:
-            b.stop_capture()
-            voip = load_jsonl(b.path("voip.jsonl"))
-            lat = [(v["recv_ns"] - v["send_ns"]) / 1e6 for v in voip]
-            doc["modes"][b.mode]["voip"] = voip_metrics(lat, a.voip_count, threshold)
-            rx = [r for r in load_jsonl(b.path("rx.jsonl")) if r.get("proto") == 17]
-            if rx:
-                doc["modes"][b.mode]["voip"]["records_out_of_order"] = sum(r["ooo"] for r in rx)
-            if b.mode == "utls":
-                doc["oracle"] = voip_metrics(oracle(b, voip, a), a.voip_count, threshold)
-        bulk_phase(beds, a, doc)
-    finally:
-        for b in beds:
-            b.down()
+    # Two groups, one after the other: examples/tunnel's modes, then socat's.
+    # Within a group the modes run at once (same load, same time); fewer at
+    # once keep the bench's own processes from starving each other on a
+    # small machine.
+    groups = [[m for m in modes if not m.startswith("socat")], [m for m in modes if m.startswith("socat")]]
+    index = {m: i for i, m in enumerate(modes)}
+    for group in (g for g in groups if g):
+        beds = [Bed(a, m, index[m]) for m in group]
+        try:
+            for b in beds:
+                b.up()
+                if b.mode == "utls":
+                    b.start_capture()
+                b.start_tunnel()
+                doc["modes"][b.mode]["receiver_libssl"] = b.loaded_libssl()
+            log("tunnels up: %s" % ", ".join("%s (%s)" % (b.mode, b.prefix) for b in beds))
+            voip_phase(beds, a)
+            for b in beds:
+                b.stop_capture()
+                voip = load_jsonl(b.path("voip.jsonl"))
+                lat = [(v["recv_ns"] - v["send_ns"]) / 1e6 for v in voip]
+                doc["modes"][b.mode]["voip"] = voip_metrics(lat, a.voip_count, threshold)
+                rx = [r for r in load_jsonl(b.path("rx.jsonl")) if r.get("proto") == 17]
+                if rx:
+                    doc["modes"][b.mode]["voip"]["records_out_of_order"] = sum(r["ooo"] for r in rx)
+                if b.mode == "utls":
+                    doc["oracle"] = voip_metrics(oracle(b, voip, a), a.voip_count, threshold)
+            bulk_phase(beds, a, doc)
+        finally:
+            for b in beds:
+                b.down()
+    doc["host_loadavg_after"] = os.getloadavg()
     for m in modes:
         runs = doc["modes"][m]["bulk"]["runs"]
         vals = [r["mbit_s"] for r in runs if r["mbit_s"]]
