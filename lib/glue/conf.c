@@ -171,16 +171,21 @@ static int quiet(void)
  * the same program also runs (an HTTPS download, a database connection), and
  * their records are not messages.
  */
-static void unscoped_notice(void)
+static void unscoped_notice(int named)
 {
     static int said = 0; /* a second line from a racing thread is harmless */
 
     if (said || quiet())
         return;
     said = 1;
-    fprintf(stderr, "uTLS: UTLS_MODE/UTLSMode \"unordered\" names no connections "
-                    "(add port=N, alpn=NAME, sni=NAME or all): every connection runs in order. "
-                    "UTLS_QUIET=1 silences this.\n");
+    if (named)
+        fprintf(stderr, "uTLS: UTLS_MODE/UTLSMode: more than %d distinct \"unordered\" settings "
+                        "in one process: the later ones run in order. UTLS_QUIET=1 silences this.\n",
+                UTLS_SCOPE_MAX_KEPT);
+    else
+        fprintf(stderr, "uTLS: UTLS_MODE/UTLSMode \"unordered\" names no connections "
+                        "(add port=N, alpn=NAME, sni=NAME or all): every connection runs in order. "
+                        "UTLS_QUIET=1 silences this.\n");
 }
 
 /*
@@ -332,7 +337,7 @@ int utls_conf_mode(SSL_CTX *ctx, SSL *s, const char *value)
             kept = keep_scope(&scope);
         if (kept == NULL) {
             /* Refused, not failed: the program runs as with the system libssl. */
-            unscoped_notice();
+            unscoped_notice(scope_named(&scope));
             set &= ~(uint32_t)(SSL_MODE_UNORDERED | SSL_MODE_UNORDERED_PARTIAL
                                | SSL_MODE_UTLS_IP_TUNNEL);
             clear |= SSL_MODE_UNORDERED | SSL_MODE_UNORDERED_PARTIAL | SSL_MODE_UTLS_IP_TUNNEL;
