@@ -21,7 +21,7 @@ chmod 644 "$WORK/key.pem"
 COUNT=500
 net_testbed_up --rtt 100 --loss 2 --seed 4545
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver)
-"$TB" --prefix "$PREFIX" exec receiver -- env LD_PRELOAD="$LIB" UTLS_MODE=unordered,tap \
+"$TB" --prefix "$PREFIX" exec receiver -- env LD_PRELOAD="$LIB" UTLS_MODE=unordered,tap,all \
     "$PY" -c '
 import os, runpy, sys
 os.setgroups([]); os.setgid(65534); os.setuid(65534)
