@@ -426,8 +426,9 @@ __attribute__((constructor)) static void utls_tap_at_load(void)
     const char *mode = secure_getenv("UTLS_MODE");
     uint32_t set, clear;
     int tap = 0;
+    utls_scope scope;
 
-    if (mode == NULL || *mode == '\0' || !utls_parse_mode(mode, &set, &clear, &tap) || !tap)
+    if (mode == NULL || *mode == '\0' || !utls_parse_mode(mode, &set, &clear, &tap, &scope) || !tap)
         return;
     ERR_set_mark();
     (void)utls_tap_start_syn_watch();
