@@ -378,6 +378,8 @@ static void test_streamq_check_inorder(void **state)
     assert_int_equal(utls_streamq_push(q, 4, 2, (const uint8_t *)"x", 1, &held, 0), UTLS_SQ_OK);
     r = rec_at(1, 4);
     assert_int_equal(utls_streamq_check_inorder(q, &r), UTLS_SQ_OK);
+    /* Its own record is not an earlier one. */
+    assert_int_equal(utls_streamq_check_inorder(q, &held), UTLS_SQ_OK);
     r = rec_at(0, 100);
     assert_int_equal(utls_streamq_check_inorder(q, &r), UTLS_SQ_OK); /* older key */
     r = rec_at(1, 6);
