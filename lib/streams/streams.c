@@ -29,31 +29,28 @@ _Static_assert(UTLS_STREAM_MAX_HEADER == UTLS_STREAMQ_MAX_HEADER, "header length
 _Static_assert(UTLS_STREAM_MAX_SEQ == UTLS_STREAMQ_MAX_SEQ, "sequence number range");
 _Static_assert(SSL3_RT_MAX_PLAIN_LENGTH == UTLS_STREAMQ_MAX_RECORD_PLAINTEXT,
                "the held-bytes bound counts one record per held message");
-/* A field added to UTLS_RECORD_INFO must be carried through the queue too
- * (utls_streamq_record and the two copies below), or held messages would
- * come back with it zeroed. */
+/*
+ * The fields the queue keeps of a record (utls_streamq_record), written once
+ * for both copies. A field added to UTLS_RECORD_INFO must be added here and
+ * there too, or held messages would come back with it zeroed: the size check
+ * catches the omission.
+ */
+#define RECORD_FIELDS(X) \
+    X(seq) X(key_generation) X(out_of_order) X(stream_offset) X(wire_len) X(arrival_ns)
+#define RECORD_COPY_FIELD(f) out->f = in->f;
 _Static_assert(sizeof(UTLS_RECORD_INFO) == sizeof(utls_streamq_record),
                "UTLS_RECORD_INFO and utls_streamq_record differ");
 
 static void record_to_core(utls_streamq_record *out, const UTLS_RECORD_INFO *in)
 {
-    out->seq = in->seq;
-    out->key_generation = in->key_generation;
-    out->out_of_order = in->out_of_order;
-    out->stream_offset = in->stream_offset;
-    out->wire_len = in->wire_len;
-    out->arrival_ns = in->arrival_ns;
+    memset(out, 0, sizeof(*out));
+    RECORD_FIELDS(RECORD_COPY_FIELD)
 }
 
 static void record_from_core(UTLS_RECORD_INFO *out, const utls_streamq_record *in)
 {
     memset(out, 0, sizeof(*out));
-    out->seq = in->seq;
-    out->key_generation = in->key_generation;
-    out->out_of_order = in->out_of_order;
-    out->stream_offset = in->stream_offset;
-    out->wire_len = in->wire_len;
-    out->arrival_ns = in->arrival_ns;
+    RECORD_FIELDS(RECORD_COPY_FIELD)
 }
 
 typedef struct {

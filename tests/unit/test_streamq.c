@@ -70,6 +70,20 @@ static utls_streamq_record rec_at(uint32_t key_generation, uint64_t seq)
     return r;
 }
 
+/* push_str offers |payload| as |id|'s |seq|, without a record or flags. */
+static utls_sq_status push_str(utls_streamq *q, uint32_t id, uint64_t seq, const char *payload)
+{
+    return utls_streamq_push(q, id, seq, (const uint8_t *)payload, strlen(payload), NULL, 0);
+}
+
+/* deliver pushes |payload| as |id|'s |seq|, which must be its stream's next
+ * message, and returns it as a caller would. */
+static void deliver(utls_streamq *q, uint32_t id, uint64_t seq, const char *payload)
+{
+    assert_int_equal(push_str(q, id, seq, payload), UTLS_SQ_DELIVERABLE);
+    utls_streamq_advance(q, id);
+}
+
 /* Pops the next deliverable message and checks it is |id|'s |seq| with
  * |payload|. */
 static void expect_pop(utls_streamq *q, uint32_t id, uint64_t seq, const char *payload)
@@ -86,6 +100,21 @@ static void expect_pop(utls_streamq *q, uint32_t id, uint64_t seq, const char *p
     }
     utls_streamq_pop(q);
 }
+
+/* The fixture of most tests: a new, empty queue. */
+static int queue_setup(void **state)
+{
+    *state = utls_streamq_new();
+    return *state == NULL ? -1 : 0;
+}
+
+static int queue_teardown(void **state)
+{
+    utls_streamq_free(*state);
+    return 0;
+}
+
+#define QUEUE_TEST(t) cmocka_unit_test_setup_teardown(t, queue_setup, queue_teardown)
 
 /* Header bytes for a few (id, seq) pairs: the documented format. */
 static void test_streamq_header_format(void **state)
@@ -202,11 +231,9 @@ static void test_streamq_header_refuses(void **state)
 /* Messages in their stream's order are handed back at once, nothing copied. */
 static void test_streamq_in_order(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
     utls_sq_msg m;
 
-    (void)state;
-    assert_non_null(q);
     for (uint64_t s = 0; s < 10; s++) {
         utls_streamq_record r = rec_at(0, s);
 
@@ -221,20 +248,17 @@ static void test_streamq_in_order(void **state)
     assert_false(utls_streamq_peek(q, &m));
     assert_int_equal(utls_streamq_bytes_held(q), 0);
     assert_int_equal(utls_streamq_next_seq(q, 4), 0);
-    utls_streamq_free(q);
 }
 
 /* Arrivals ahead of a gap are copied, held, and returned in order with the
  * record each came in once the gap is filled. */
 static void test_streamq_reordered(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
     utls_streamq_record r3 = rec_at(0, 7), r1 = rec_at(0, 5), r2 = rec_at(1, 0);
     uint8_t buf[8];
     utls_sq_msg m;
 
-    (void)state;
-    assert_non_null(q);
     memcpy(buf, "three", 5);
     assert_int_equal(utls_streamq_push(q, 0, 3, buf, 5, &r3, 0), UTLS_SQ_OK);
     memset(buf, 0, sizeof(buf)); /* the queue kept its own copy */
@@ -246,9 +270,7 @@ static void test_streamq_reordered(void **state)
     assert_int_equal(utls_streamq_bytes_held(q), 11);
     /* Held behind the gap at 0: nothing deliverable yet. */
     assert_false(utls_streamq_peek(q, &m));
-    assert_int_equal(utls_streamq_push(q, 0, 0, (const uint8_t *)"zero", 4, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 0);
+    deliver(q, 0, 0, "zero");
     assert_true(utls_streamq_peek(q, &m));
     assert_memory_equal(&m.record, &r1, sizeof(r1));
     expect_pop(q, 0, 1, "one");
@@ -265,102 +287,70 @@ static void test_streamq_reordered(void **state)
     /* pop with nothing deliverable changes nothing. */
     utls_streamq_pop(q);
     assert_int_equal(utls_streamq_next_seq(q, 0), 4);
-    utls_streamq_free(q);
 }
 
 /* A number delivered or held already is refused and changes nothing: the
  * first copy of a held message stays. */
 static void test_streamq_duplicate(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
 
-    (void)state;
-    assert_non_null(q);
-    assert_int_equal(utls_streamq_push(q, 1, 0, (const uint8_t *)"a", 1, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 1);
-    assert_int_equal(utls_streamq_push(q, 1, 3, (const uint8_t *)"first", 5, NULL, 0),
-                     UTLS_SQ_OK);
-    assert_int_equal(utls_streamq_push(q, 1, 3, (const uint8_t *)"forged!", 7, NULL, 0),
-                     UTLS_SQ_DUPLICATE);
+    deliver(q, 1, 0, "a");
+    assert_int_equal(push_str(q, 1, 3, "first"), UTLS_SQ_OK);
+    assert_int_equal(push_str(q, 1, 3, "forged!"), UTLS_SQ_DUPLICATE);
     assert_int_equal(utls_streamq_push(q, 1, 3, (const uint8_t *)"x", 1, NULL, UTLS_SQ_HOLD),
                      UTLS_SQ_DUPLICATE);
-    assert_int_equal(utls_streamq_push(q, 1, 0, (const uint8_t *)"a", 1, NULL, 0),
-                     UTLS_SQ_DUPLICATE);
+    assert_int_equal(push_str(q, 1, 0, "a"), UTLS_SQ_DUPLICATE);
     assert_int_equal(utls_streamq_push(q, 1, 0, (const uint8_t *)"a", 1, NULL, UTLS_SQ_IN_ORDER),
                      UTLS_SQ_DUPLICATE);
     assert_int_equal(utls_streamq_num_held(q), 1);
     assert_int_equal(utls_streamq_bytes_held(q), 5);
     assert_int_equal(utls_streamq_next_seq(q, 1), 1);
-    assert_int_equal(utls_streamq_push(q, 1, 1, (const uint8_t *)"b", 1, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 1);
-    assert_int_equal(utls_streamq_push(q, 1, 2, (const uint8_t *)"c", 1, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 1);
+    deliver(q, 1, 1, "b");
+    deliver(q, 1, 2, "c");
     expect_pop(q, 1, 3, "first");
-    assert_int_equal(utls_streamq_push(q, 1, 3, (const uint8_t *)"first", 5, NULL, 0),
-                     UTLS_SQ_DUPLICATE);
-    utls_streamq_free(q);
+    assert_int_equal(push_str(q, 1, 3, "first"), UTLS_SQ_DUPLICATE);
 }
 
 /* A gap in one stream holds only that stream; deliverable streams come out
  * in the order they became deliverable, one message each in turn. */
 static void test_streamq_streams_independent(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
     utls_sq_msg m;
 
-    (void)state;
-    assert_non_null(q);
-    assert_int_equal(utls_streamq_push(q, 1, 1, (const uint8_t *)"1.1", 3, NULL, 0),
-                     UTLS_SQ_OK);
-    assert_int_equal(utls_streamq_push(q, 1, 2, (const uint8_t *)"1.2", 3, NULL, 0),
-                     UTLS_SQ_OK);
-    assert_int_equal(utls_streamq_push(q, 9, 1, (const uint8_t *)"9.1", 3, NULL, 0),
-                     UTLS_SQ_OK);
-    assert_int_equal(utls_streamq_push(q, 5, 1, (const uint8_t *)"5.1", 3, NULL, 0),
-                     UTLS_SQ_OK);
+    assert_int_equal(push_str(q, 1, 1, "1.1"), UTLS_SQ_OK);
+    assert_int_equal(push_str(q, 1, 2, "1.2"), UTLS_SQ_OK);
+    assert_int_equal(push_str(q, 9, 1, "9.1"), UTLS_SQ_OK);
+    assert_int_equal(push_str(q, 5, 1, "5.1"), UTLS_SQ_OK);
     /* Stream 2 has no gap: never held behind stream 1's. */
     for (uint64_t s = 0; s < 3; s++) {
-        assert_int_equal(utls_streamq_push(q, 2, s, (const uint8_t *)"2", 1, NULL, 0),
-                         UTLS_SQ_DELIVERABLE);
-        utls_streamq_advance(q, 2);
+        deliver(q, 2, s, "2");
     }
     assert_false(utls_streamq_peek(q, &m));
     /* Gaps filled in the order 5, 1, 9. */
-    assert_int_equal(utls_streamq_push(q, 5, 0, (const uint8_t *)"", 0, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 5);
-    assert_int_equal(utls_streamq_push(q, 1, 0, (const uint8_t *)"", 0, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 1);
-    assert_int_equal(utls_streamq_push(q, 9, 0, (const uint8_t *)"", 0, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 9);
+    deliver(q, 5, 0, "");
+    deliver(q, 1, 0, "");
+    deliver(q, 9, 0, "");
     expect_pop(q, 5, 1, "5.1");
     /* Stream 1 has two deliverable: after one it goes behind stream 9. */
     expect_pop(q, 1, 1, "1.1");
     expect_pop(q, 9, 1, "9.1");
     expect_pop(q, 1, 2, "1.2");
     assert_false(utls_streamq_peek(q, &m));
-    utls_streamq_free(q);
 }
 
 /* UTLS_SQ_IN_ORDER: everything before the record was returned, so a number
  * past its stream's next one proves a skipped number. */
 static void test_streamq_in_order_gap(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
 
-    (void)state;
-    assert_non_null(q);
     assert_int_equal(utls_streamq_push(q, 0, 1, (const uint8_t *)"x", 1, NULL, UTLS_SQ_IN_ORDER),
                      UTLS_SQ_GAP);
     assert_int_equal(utls_streamq_num_held(q), 0);
     assert_int_equal(utls_streamq_push(q, 0, 0, (const uint8_t *)"x", 1, NULL, UTLS_SQ_IN_ORDER),
                      UTLS_SQ_DELIVERABLE);
-    utls_streamq_free(q);
 }
 
 /* utls_streamq_check_inorder: a held message waits for a number its sender
@@ -404,12 +394,10 @@ static void test_streamq_check_inorder(void **state)
  * zero. */
 static void test_streamq_hold_flag(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
     utls_streamq_record zero;
     utls_sq_msg m;
 
-    (void)state;
-    assert_non_null(q);
     memset(&zero, 0, sizeof(zero));
     assert_int_equal(utls_streamq_push(q, 6, 0, (const uint8_t *)"big", 3, NULL, UTLS_SQ_HOLD),
                      UTLS_SQ_OK);
@@ -422,54 +410,32 @@ static void test_streamq_hold_flag(void **state)
     expect_pop(q, 6, 0, "big");
     assert_int_equal(utls_streamq_next_seq(q, 6), 1);
     assert_int_equal(utls_streamq_num_held(q), 0);
-    utls_streamq_free(q);
 }
 
 /* A message more than UTLS_STREAMQ_MAX_AHEAD past its stream's next number
  * is refused at once; the bound moves with the stream. */
 static void test_streamq_too_far_ahead(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
 
-    (void)state;
-    assert_non_null(q);
-    assert_int_equal(utls_streamq_push(q, 0, UTLS_STREAMQ_MAX_AHEAD + 1, (const uint8_t *)"x", 1,
-                                       NULL, 0),
-                     UTLS_SQ_TOO_FAR_AHEAD);
-    assert_int_equal(utls_streamq_push(q, 0, UTLS_STREAMQ_MAX_SEQ, (const uint8_t *)"x", 1, NULL,
-                                       0),
-                     UTLS_SQ_TOO_FAR_AHEAD);
-    assert_int_equal(utls_streamq_push(q, 0, UTLS_STREAMQ_MAX_AHEAD, (const uint8_t *)"x", 1,
-                                       NULL, 0),
-                     UTLS_SQ_OK);
+    assert_int_equal(push_str(q, 0, UTLS_STREAMQ_MAX_AHEAD + 1, "x"), UTLS_SQ_TOO_FAR_AHEAD);
+    assert_int_equal(push_str(q, 0, UTLS_STREAMQ_MAX_SEQ, "x"), UTLS_SQ_TOO_FAR_AHEAD);
+    assert_int_equal(push_str(q, 0, UTLS_STREAMQ_MAX_AHEAD, "x"), UTLS_SQ_OK);
     assert_int_equal(utls_streamq_num_held(q), 1);
-    assert_int_equal(utls_streamq_push(q, 0, 0, (const uint8_t *)"x", 1, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 0);
-    assert_int_equal(utls_streamq_push(q, 0, UTLS_STREAMQ_MAX_AHEAD + 1, (const uint8_t *)"x", 1,
-                                       NULL, 0),
-                     UTLS_SQ_OK);
+    deliver(q, 0, 0, "x");
+    assert_int_equal(push_str(q, 0, UTLS_STREAMQ_MAX_AHEAD + 1, "x"), UTLS_SQ_OK);
     /* Another stream counts from its own next number. */
-    assert_int_equal(utls_streamq_push(q, 1, UTLS_STREAMQ_MAX_AHEAD + 1, (const uint8_t *)"x", 1,
-                                       NULL, 0),
-                     UTLS_SQ_TOO_FAR_AHEAD);
+    assert_int_equal(push_str(q, 1, UTLS_STREAMQ_MAX_AHEAD + 1, "x"), UTLS_SQ_TOO_FAR_AHEAD);
     assert_int_equal(utls_streamq_num_held(q), 2);
-    utls_streamq_free(q);
 }
 
 /* Out-of-range arguments: refused or ignored, nothing changed. */
 static void test_streamq_bad_arguments(void **state)
 {
-    utls_streamq *q = utls_streamq_new();
+    utls_streamq *q = *state;
 
-    (void)state;
-    assert_non_null(q);
-    assert_int_equal(utls_streamq_push(q, UTLS_STREAMQ_MAX_STREAMS, 0, (const uint8_t *)"x", 1,
-                                       NULL, 0),
-                     UTLS_SQ_BAD_STREAM_ID);
-    assert_int_equal(utls_streamq_push(q, 0, UTLS_STREAMQ_MAX_SEQ + 1, (const uint8_t *)"x", 1,
-                                       NULL, 0),
-                     UTLS_SQ_BAD_SEQ);
+    assert_int_equal(push_str(q, UTLS_STREAMQ_MAX_STREAMS, 0, "x"), UTLS_SQ_BAD_STREAM_ID);
+    assert_int_equal(push_str(q, 0, UTLS_STREAMQ_MAX_SEQ + 1, "x"), UTLS_SQ_BAD_SEQ);
     utls_streamq_advance(q, UTLS_STREAMQ_MAX_STREAMS);
     assert_int_equal(utls_streamq_next_seq(q, UTLS_STREAMQ_MAX_STREAMS), 0);
     assert_int_equal(utls_streamq_num_held(q), 0);
@@ -480,7 +446,6 @@ static void test_streamq_bad_arguments(void **state)
     assert_int_equal(utls_streamq_push(q, 255, 0, NULL, 0, NULL, 0), UTLS_SQ_DELIVERABLE);
     utls_streamq_advance(q, 255);
     expect_pop(q, 255, 1, "");
-    utls_streamq_free(q);
     utls_streamq_free(NULL);
 }
 
@@ -570,16 +535,13 @@ static void test_streamq_nomem(void **state)
      * fail each in turn. */
     for (long budget = 0; budget < 2; budget++) {
         g_alloc_budget = budget;
-        assert_int_equal(utls_streamq_push(q, 2, 1, (const uint8_t *)"data", 4, NULL, 0),
-                         UTLS_SQ_NOMEM);
+        assert_int_equal(push_str(q, 2, 1, "data"), UTLS_SQ_NOMEM);
         g_alloc_budget = -1;
         assert_int_equal(utls_streamq_num_held(q), 0);
         assert_int_equal(utls_streamq_bytes_held(q), 0);
     }
-    assert_int_equal(utls_streamq_push(q, 2, 1, (const uint8_t *)"data", 4, NULL, 0), UTLS_SQ_OK);
-    assert_int_equal(utls_streamq_push(q, 2, 0, (const uint8_t *)"x", 1, NULL, 0),
-                     UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 2);
+    assert_int_equal(push_str(q, 2, 1, "data"), UTLS_SQ_OK);
+    deliver(q, 2, 0, "x");
     assert_true(utls_streamq_peek(q, &m));
     expect_pop(q, 2, 1, "data");
     utls_streamq_free(q);
@@ -699,15 +661,15 @@ int main(void)
         cmocka_unit_test(test_streamq_header_format),
         cmocka_unit_test(test_streamq_header_round_trip),
         cmocka_unit_test(test_streamq_header_refuses),
-        cmocka_unit_test(test_streamq_in_order),
-        cmocka_unit_test(test_streamq_reordered),
-        cmocka_unit_test(test_streamq_duplicate),
-        cmocka_unit_test(test_streamq_streams_independent),
-        cmocka_unit_test(test_streamq_in_order_gap),
+        QUEUE_TEST(test_streamq_in_order),
+        QUEUE_TEST(test_streamq_reordered),
+        QUEUE_TEST(test_streamq_duplicate),
+        QUEUE_TEST(test_streamq_streams_independent),
+        QUEUE_TEST(test_streamq_in_order_gap),
         cmocka_unit_test(test_streamq_check_inorder),
-        cmocka_unit_test(test_streamq_hold_flag),
-        cmocka_unit_test(test_streamq_too_far_ahead),
-        cmocka_unit_test(test_streamq_bad_arguments),
+        QUEUE_TEST(test_streamq_hold_flag),
+        QUEUE_TEST(test_streamq_too_far_ahead),
+        QUEUE_TEST(test_streamq_bad_arguments),
         cmocka_unit_test(test_streamq_held_limits),
         cmocka_unit_test(test_streamq_nomem),
         cmocka_unit_test(test_streamq_property_shuffled),
