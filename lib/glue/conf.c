@@ -424,10 +424,12 @@ void utls_hook_ctx_new(SSL_CTX *ctx)
 __attribute__((constructor)) static void utls_tap_at_load(void)
 {
     const char *mode = secure_getenv("UTLS_MODE");
+    utls_scope scope; /* not needed here: the scope applies per connection */
     uint32_t set, clear;
     int tap = 0;
 
-    if (mode == NULL || *mode == '\0' || !utls_parse_mode(mode, &set, &clear, &tap) || !tap)
+    if (mode == NULL || *mode == '\0' || !utls_parse_mode(mode, &set, &clear, &tap, &scope)
+        || !tap)
         return;
     ERR_set_mark();
     (void)utls_tap_start_syn_watch();
