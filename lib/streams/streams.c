@@ -1,13 +1,15 @@
 /*
  * Sub-streams over uTLS records (docs/substreams.md): UTLS_stream_write puts
- * a header (utls_streamq.c) in front of each message and writes it as one
+ * a header (core/src/streamq.c) in front of each message and writes it as one
  * record; UTLS_stream_read reads records with UTLS_read_record, in or out of
  * order, and returns each stream's messages in that stream's order, holding
  * those that arrived ahead of a gap in their own stream.
  *
  * The state hangs off the SSL as ex_data, so that nothing of the unordered
  * read path (lib/rx/) changes; it is made by the first
- * UTLS_stream_enable() and freed with the SSL.
+ * UTLS_stream_enable() and freed with the SSL. The header codec and the
+ * reorder buffer are core/'s (utls/streamq.h, no OpenSSL); this file
+ * translates between their types and the public ones.
  */
 #include <string.h>
 
@@ -18,7 +20,38 @@
 
 #include "common/utls_conn.h"
 #include "glue/utls_glue.h"
-#include "streams/utls_streamq.h"
+#include "utls/streamq.h"
+
+/* The public limits are the core's: a header one side writes must parse on
+ * the other, and UTLS_stream_max_message() leaves room for the longest. */
+_Static_assert(UTLS_STREAM_MAX_STREAMS == UTLS_STREAMQ_MAX_STREAMS, "stream id range");
+_Static_assert(UTLS_STREAM_MAX_HEADER == UTLS_STREAMQ_MAX_HEADER, "header length");
+_Static_assert(UTLS_STREAM_MAX_SEQ == UTLS_STREAMQ_MAX_SEQ, "sequence number range");
+_Static_assert(SSL3_RT_MAX_PLAIN_LENGTH == UTLS_STREAMQ_MAX_RECORD_PLAINTEXT,
+               "the held-bytes bound counts one record per held message");
+/*
+ * The fields the queue keeps of a record (utls_streamq_record), written once
+ * for both copies. A field added to UTLS_RECORD_INFO must be added here and
+ * there too, or held messages would come back with it zeroed: the size check
+ * catches the omission.
+ */
+#define RECORD_FIELDS(X) \
+    X(seq) X(key_generation) X(out_of_order) X(stream_offset) X(wire_len) X(arrival_ns)
+#define RECORD_COPY_FIELD(f) out->f = in->f;
+_Static_assert(sizeof(UTLS_RECORD_INFO) == sizeof(utls_streamq_record),
+               "UTLS_RECORD_INFO and utls_streamq_record differ");
+
+static void record_to_core(utls_streamq_record *out, const UTLS_RECORD_INFO *in)
+{
+    memset(out, 0, sizeof(*out));
+    RECORD_FIELDS(RECORD_COPY_FIELD)
+}
+
+static void record_from_core(UTLS_RECORD_INFO *out, const utls_streamq_record *in)
+{
+    memset(out, 0, sizeof(*out));
+    RECORD_FIELDS(RECORD_COPY_FIELD)
+}
 
 typedef struct {
     int enabled;
@@ -235,14 +268,14 @@ static int streams_fail(utls_streams *st, utls_sq_status r, const UTLS_RECORD_IN
 }
 
 static void info_fill(UTLS_STREAM_INFO *out, uint32_t id, uint64_t seq, int held,
-                      const UTLS_RECORD_INFO *rec)
+                      const utls_streamq_record *rec)
 {
     if (out == NULL)
         return;
     out->stream_id = id;
     out->seq = seq;
     out->held = held;
-    out->record = *rec;
+    record_from_core(&out->record, rec);
 }
 
 int UTLS_stream_read(SSL *s, void *buf, size_t len, size_t *out_read,
@@ -268,6 +301,7 @@ int UTLS_stream_read(SSL *s, void *buf, size_t len, size_t *out_read,
     for (;;) {
         utls_sq_msg m;
         UTLS_RECORD_INFO rinfo;
+        utls_streamq_record crec;
         unsigned char *target;
         size_t n = 0, hlen = 0;
         uint32_t id = 0;
@@ -302,21 +336,22 @@ int UTLS_stream_read(SSL *s, void *buf, size_t len, size_t *out_read,
         }
         if (!UTLS_read_record(s, target, SSL3_RT_MAX_PLAIN_LENGTH, &n, &rinfo))
             return 0; /* SSL_get_error() says why */
+        record_to_core(&crec, &rinfo);
         if ((SSL_get_mode(s) & SSL_MODE_UNORDERED) == 0 || !rinfo.out_of_order) {
             flags |= UTLS_SQ_IN_ORDER;
             if ((SSL_get_mode(s) & SSL_MODE_UNORDERED) != 0
-                && (r = utls_streamq_check_inorder(st->q, &rinfo)) != UTLS_SQ_OK)
+                && (r = utls_streamq_check_inorder(st->q, &crec)) != UTLS_SQ_OK)
                 return streams_fail(st, r, &rinfo);
         }
         if ((r = utls_streamq_header_decode(target, n, &id, &seq, &hlen)) != UTLS_SQ_OK)
             return streams_fail(st, r, &rinfo);
         if (n - hlen > len)
             flags |= UTLS_SQ_HOLD; /* keep it for a call with a larger buffer */
-        r = utls_streamq_push(st->q, id, seq, target + hlen, n - hlen, &rinfo, flags);
+        r = utls_streamq_push(st->q, id, seq, target + hlen, n - hlen, &crec, flags);
         if (r == UTLS_SQ_DELIVERABLE) {
             memmove(ubuf, target + hlen, n - hlen);
             *out_read = n - hlen;
-            info_fill(out_info, id, seq, 0, &rinfo);
+            info_fill(out_info, id, seq, 0, &crec);
             utls_streamq_advance(st->q, id);
             st->stats.messages_received++;
             if (target == st->rbuf)

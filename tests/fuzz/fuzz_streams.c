@@ -1,5 +1,5 @@
 /* fuzz_streams.c: libFuzzer target for the sub-stream header parser and
- * reorder buffer (lib/streams/streamq.c, docs/substreams.md).
+ * reorder buffer (core/src/streamq.c, docs/substreams.md).
  * The input is a script of records as UTLS_stream_read() would see them:
  *   each: u8 flags (bit 0: the record came in order; bit 1: take it held, as
  *         for a too-small buffer), u16 length, then that many plaintext bytes
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "streams/utls_streamq.h"
+#include "utls/streamq.h"
 
 #define CHECK(c)                                                                        \
     do {                                                                                \
@@ -37,7 +37,7 @@ typedef struct {
 
 static pushed g_pushed[MAX_RECORDS];
 static size_t g_num_pushed;
-static uint64_t g_next[UTLS_STREAM_MAX_STREAMS];
+static uint64_t g_next[UTLS_STREAMQ_MAX_STREAMS];
 
 static uint64_t fnv(const uint8_t *p, size_t len)
 {
@@ -52,7 +52,7 @@ static void returned(uint32_t id, uint64_t seq, const uint8_t *data, size_t len)
 {
     size_t i;
 
-    CHECK(id < UTLS_STREAM_MAX_STREAMS);
+    CHECK(id < UTLS_STREAMQ_MAX_STREAMS);
     CHECK(seq == g_next[id]); /* its stream's order */
     g_next[id]++;
     for (i = 0; i < g_num_pushed; i++)
@@ -76,8 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t flags = data[pos];
         size_t len = (size_t)data[pos + 1] << 8 | data[pos + 2];
         const uint8_t *pt = data + pos + 3;
-        UTLS_RECORD_INFO info;
-        uint8_t again[UTLS_STREAM_MAX_HEADER];
+        utls_streamq_record info;
+        uint8_t again[UTLS_STREAMQ_MAX_HEADER];
         uint32_t id;
         uint64_t seq;
         size_t hl, held_before;
@@ -96,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r = utls_streamq_header_decode(pt, len, &id, &seq, &hl);
         if (r != UTLS_SQ_OK)
             break;
-        CHECK(hl <= len && hl <= UTLS_STREAM_MAX_HEADER);
+        CHECK(hl <= len && hl <= UTLS_STREAMQ_MAX_HEADER);
         CHECK(utls_streamq_header_encode(again, id, seq) == hl);
         CHECK(memcmp(again, pt, hl) == 0);
         held_before = utls_streamq_num_held(q);

@@ -7,8 +7,8 @@
 # UTLS_FUZZ_TARGETS="fuzz_receiver ..." runs only those; UTLS_FUZZ_ARGS adds
 # libFuzzer flags (e.g. "-seed=2 -len_control=20").
 #
-# fuzz_cobs, fuzz_reasm, fuzz_scan, fuzz_ucobs: core/ on its own.
-# fuzz_streams: the sub-stream reorder buffer (lib/streams/).
+# fuzz_cobs, fuzz_reasm, fuzz_scan, fuzz_streams, fuzz_ucobs: core/ on its
+#   own (fuzz_streams: the sub-stream header codec and reorder buffer).
 # fuzz_receiver: the fork's whole out-of-order receive path (see the header
 #   of fuzz_receiver.c: a real handshake per input, then a program of genuine,
 #   duplicated, tampered and forged segments and reads, with a ground-truth
@@ -32,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${UTLS_FUZZ_BUILD_DIR:-$root/build-fuzz}
 cc=${CC_FUZZ:-clang}
-targets=(fuzz_cobs fuzz_reasm fuzz_scan fuzz_ucobs)
+targets=(fuzz_cobs fuzz_reasm fuzz_scan fuzz_streams fuzz_ucobs)
 
 if ! command -v "$cc" >/dev/null; then
     echo "run-fuzzers: $cc not found (apt-get install clang libclang-rt-14-dev)" >&2
@@ -44,10 +44,6 @@ flags=(-std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefin
 for t in "${targets[@]}"; do
     "$cc" "${flags[@]}" -o "$out/$t" "$here/$t.c" "$root"/core/src/*.c
 done
-# The sub-stream reorder buffer lives in the fork's sources, not in core/.
-"$cc" "${flags[@]}" -I"$root/include" -I"$root/lib" -o "$out/fuzz_streams" \
-    "$here/fuzz_streams.c" "$root/lib/streams/streamq.c"
-targets+=(fuzz_streams)
 # The AEAD search: the provider and its client, against the system libcrypto.
 "$cc" "${flags[@]}" -DUTLS_GF128_TEST_HOOK -I"$root/provider" -I"$root/provider/include" \
     -o "$out/fuzz_aeadsearch" "$here/fuzz_aeadsearch.c" "$root/provider/utls_prov.c" \

@@ -25,7 +25,7 @@
 
 #include "lossy.h"
 #include "uharness.h"
-#include "streams/utls_streamq.h" /* the reorder buffer itself, for its limits */
+#include "utls/streamq.h" /* core's header codec, for raw senders, and its limits */
 
 #define NUM_STREAMS 4
 #define MAX_RECORDS 4096
@@ -220,34 +220,6 @@ static void test_streams_api_off_by_default(void **state)
     assert_false(UTLS_stream_write(p.tls.c, 0, "x", 1));
     ERR_clear_error();
     pair_free(&p);
-}
-
-/* Header bytes for a few (id, seq) pairs: the documented format. */
-static void test_streams_api_header_format(void **state)
-{
-    uint8_t h[UTLS_STREAM_MAX_HEADER];
-    uint32_t id;
-    uint64_t seq;
-    size_t hl;
-
-    (void)state;
-    assert_int_equal(utls_streamq_header_encode(h, 0, 0), 3);
-    assert_memory_equal(h, "\x01\x00\x00", 3);
-    assert_int_equal(utls_streamq_header_encode(h, 200, 300), 5);
-    assert_memory_equal(h, "\x01\xc8\x01\xac\x02", 5);
-    assert_int_equal(utls_streamq_header_encode(h, 255, UTLS_STREAM_MAX_SEQ),
-                     UTLS_STREAM_MAX_HEADER);
-    assert_int_equal(utls_streamq_header_decode(h, UTLS_STREAM_MAX_HEADER, &id, &seq, &hl),
-                     UTLS_SQ_OK);
-    assert_int_equal(id, 255);
-    assert_true(seq == UTLS_STREAM_MAX_SEQ);
-    assert_int_equal(hl, UTLS_STREAM_MAX_HEADER);
-    assert_int_equal(utls_streamq_header_encode(h, 256, 0), 0);
-    assert_int_equal(utls_streamq_header_encode(h, 0, UTLS_STREAM_MAX_SEQ + 1), 0);
-    /* Every truncation of a valid header is refused as truncated. */
-    utls_streamq_header_encode(h, 200, 1u << 20);
-    for (size_t cut = 0; cut < 6; cut++)
-        assert_int_equal(utls_streamq_header_decode(h, cut, &id, &seq, &hl), UTLS_SQ_TRUNCATED);
 }
 
 /* SSL_MODE_UNORDERED off: every record in order; streams still work. */
@@ -892,52 +864,6 @@ static void test_streams_limits_many_behind_hole(void **state)
     pair_free(&p);
 }
 
-/* The reorder buffer's own caps, driven directly (a peer cannot reach them
- * through the unordered path, which delivers fewer records ahead). */
-static void test_streams_limits_reorder_buffer(void **state)
-{
-    utls_streamq *q = utls_streamq_new();
-    static uint8_t big[16384];
-    utls_sq_msg m;
-    size_t i;
-
-    (void)state;
-    assert_non_null(q);
-    /* Held message count: streams 0..255 each hold seq 1..8 (2048). */
-    for (i = 0; i < UTLS_STREAMQ_MAX_HELD_MESSAGES; i++)
-        assert_int_equal(utls_streamq_push(q, (uint32_t)(i % 256), 1 + i / 256, big, 1, NULL, 0),
-                         UTLS_SQ_OK);
-    assert_int_equal(utls_streamq_push(q, 7, 100, big, 1, NULL, 0), UTLS_SQ_HELD_LIMIT);
-    /* Refused: nothing changed. Filling one gap makes 8 deliverable. */
-    assert_int_equal(utls_streamq_num_held(q), UTLS_STREAMQ_MAX_HELD_MESSAGES);
-    assert_int_equal(utls_streamq_push(q, 7, 0, big, 1, NULL, 0), UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 7);
-    for (i = 1; i <= 8; i++) {
-        assert_true(utls_streamq_peek(q, &m));
-        assert_int_equal(m.stream_id, 7);
-        assert_int_equal(m.seq, i);
-        utls_streamq_pop(q);
-    }
-    assert_false(utls_streamq_peek(q, &m));
-    assert_int_equal(utls_streamq_next_seq(q, 7), 9);
-    utls_streamq_free(q);
-
-    /* Held bytes: full records up to the byte cap. */
-    q = utls_streamq_new();
-    for (i = 0; i < UTLS_STREAMQ_MAX_HELD_BYTES / sizeof(big); i++)
-        assert_int_equal(utls_streamq_push(q, 0, 1 + i, big, sizeof(big), NULL, 0), UTLS_SQ_OK);
-    assert_int_equal(utls_streamq_bytes_held(q), UTLS_STREAMQ_MAX_HELD_BYTES);
-    assert_int_equal(utls_streamq_push(q, 1, 1, big, 1, NULL, 0), UTLS_SQ_HELD_LIMIT);
-    /* Duplicates and old numbers. */
-    assert_int_equal(utls_streamq_push(q, 0, 5, big, 1, NULL, 0), UTLS_SQ_DUPLICATE);
-    assert_int_equal(utls_streamq_push(q, 0, 0, big, 1, NULL, 0), UTLS_SQ_DELIVERABLE);
-    utls_streamq_advance(q, 0);
-    assert_int_equal(utls_streamq_push(q, 0, 0, big, 1, NULL, 0), UTLS_SQ_DUPLICATE);
-    assert_int_equal(utls_streamq_push(q, 0, 1, big, 1, NULL, 0), UTLS_SQ_DUPLICATE);
-    assert_int_equal(utls_streamq_push(q, 300, 0, big, 1, NULL, 0), UTLS_SQ_BAD_STREAM_ID);
-    utls_streamq_free(q);
-}
-
 int main(int argc, char **argv)
 {
     const char *group = argc > 1 ? argv[1] : "all";
@@ -946,7 +872,6 @@ int main(int argc, char **argv)
     if (all || strcmp(group, "api") == 0) {
         const struct CMUnitTest t[] = {
             cmocka_unit_test(test_streams_api_off_by_default),
-            cmocka_unit_test(test_streams_api_header_format),
             cmocka_unit_test(test_streams_api_mode_off),
             cmocka_unit_test(test_streams_api_small_buffer),
             cmocka_unit_test(test_streams_api_write_retry),
@@ -989,7 +914,6 @@ int main(int argc, char **argv)
         const struct CMUnitTest t[] = {
             cmocka_unit_test(test_streams_limits_too_far_ahead),
             cmocka_unit_test(test_streams_limits_many_behind_hole),
-            cmocka_unit_test(test_streams_limits_reorder_buffer),
         };
         rc |= cmocka_run_group_tests_name("streams.limits", t,
                                           uh_identity_setup, uh_identity_teardown);

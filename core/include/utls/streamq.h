@@ -1,8 +1,11 @@
 /*
- * utls_streamq: the sub-stream header codec and the per-connection reorder
- * buffer behind UTLS_stream_read() (docs/substreams.md). Pure C with no
- * OpenSSL calls, so that the fuzz target (tests/fuzz/fuzz_streams.c) can
- * drive it directly; lib/streams/streams.c is the SSL glue.
+ * streamq: the sub-stream header codec and the per-connection reorder buffer
+ * behind UTLS_stream_read() (docs/substreams.md). Pure C, no OpenSSL (core/),
+ * so that the unit test (tests/unit/test_streamq.c) and the fuzz target
+ * (tests/fuzz/fuzz_streams.c) drive it on its own. lib/streams/streams.c is
+ * the SSL side: it translates between the public UTLS_RECORD_INFO and
+ * UTLS_STREAM_* of <openssl/utls_streams.h> and the types here, and checks at
+ * compile time that both sides' constants agree.
  */
 #ifndef UTLS_STREAMQ_H
 #define UTLS_STREAMQ_H
@@ -10,7 +13,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <openssl/utls.h>
+/* Stream ids 0..255 (UTLS_STREAM_MAX_STREAMS): the per-stream state is an
+ * array of this many entries, so a peer naming many streams costs nothing
+ * more than this. */
+#define UTLS_STREAMQ_MAX_STREAMS 256
+/* The longest header: format byte + 2 varint bytes of stream id + 8 of
+ * sequence number (UTLS_STREAM_MAX_HEADER). */
+#define UTLS_STREAMQ_MAX_HEADER 11
+/* The highest sequence number of a stream, 2^56 - 1 (UTLS_STREAM_MAX_SEQ):
+ * the most an 8-byte varint holds. */
+#define UTLS_STREAMQ_MAX_SEQ ((UINT64_C(1) << 56) - 1)
+/* The most plaintext one TLS record carries, 2^14 bytes (RFC 8446 5.1:
+ * "The length MUST NOT exceed 2^14 bytes"): a held message is at most this
+ * long, header included. */
+#define UTLS_STREAMQ_MAX_RECORD_PLAINTEXT 16384
 
 /* The only header format so far: the first plaintext byte of every record. */
 #define UTLS_STREAMQ_FORMAT_V1 0x01
@@ -30,7 +46,8 @@
  * per-stream cap would let one busy stream behind a single hole fail an
  * honest connection.
  */
-#define UTLS_STREAMQ_MAX_HELD_BYTES (UTLS_STREAMQ_MAX_HELD_MESSAGES * (size_t)16384)
+#define UTLS_STREAMQ_MAX_HELD_BYTES \
+    (UTLS_STREAMQ_MAX_HELD_MESSAGES * (size_t)UTLS_STREAMQ_MAX_RECORD_PLAINTEXT)
 /*
  * How far past the next expected sequence number a message may be. Refuses
  * at once a peer that jumps (e.g. to 2^50) instead of holding its message
@@ -39,16 +56,20 @@
  */
 #define UTLS_STREAMQ_MAX_AHEAD 4096
 
-/* What a push or a parse found. Everything but OK and DELIVERABLE is an error
- * of the peer (or of the caller's limits); see utls_streamq_reason(). */
+/* utls_sq_status is what a push or a parse found. Everything but OK and
+ * DELIVERABLE is an error of the peer (or a limit, or memory), and a push
+ * that returns one changed nothing; lib/streams/streams.c maps each to a
+ * UTLS_R_STREAM_* reason. */
 typedef enum {
     UTLS_SQ_OK = 0,        /* held: its stream has a gap before it */
     UTLS_SQ_DELIVERABLE,   /* it is its stream's next message */
     UTLS_SQ_TRUNCATED,     /* record shorter than its header */
     UTLS_SQ_BAD_VERSION,   /* unknown format byte */
-    UTLS_SQ_BAD_VARINT,    /* a varint longer than allowed or not minimal */
-    UTLS_SQ_BAD_STREAM_ID, /* stream id >= UTLS_STREAM_MAX_STREAMS */
-    UTLS_SQ_BAD_SEQ,       /* sequence number above UTLS_STREAM_MAX_SEQ */
+    UTLS_SQ_BAD_VARINT,    /* a varint that is not minimal (a trailing 0x00) */
+    UTLS_SQ_BAD_STREAM_ID, /* stream id >= UTLS_STREAMQ_MAX_STREAMS, or its
+                            * varint longer than 2 bytes */
+    UTLS_SQ_BAD_SEQ,       /* sequence number above UTLS_STREAMQ_MAX_SEQ, or
+                            * its varint longer than 8 bytes */
     UTLS_SQ_DUPLICATE,     /* a sequence number delivered or held already */
     UTLS_SQ_GAP,           /* the peer skipped a sequence number */
     UTLS_SQ_TOO_FAR_AHEAD, /* more than UTLS_STREAMQ_MAX_AHEAD past the gap */
@@ -58,7 +79,7 @@ typedef enum {
 
 /*
  * utls_streamq_header_encode writes the header of message |seq| of stream
- * |stream_id| to |out| (UTLS_STREAM_MAX_HEADER bytes) and returns its length,
+ * |stream_id| to |out| (UTLS_STREAMQ_MAX_HEADER bytes) and returns its length,
  * or 0 if |stream_id| or |seq| is out of range.
  */
 size_t utls_streamq_header_encode(uint8_t *out, uint32_t stream_id, uint64_t seq);
@@ -72,17 +93,34 @@ size_t utls_streamq_header_encode(uint8_t *out, uint32_t stream_id, uint64_t seq
 utls_sq_status utls_streamq_header_decode(const uint8_t *rec, size_t len, uint32_t *out_id,
                                           uint64_t *out_seq, size_t *out_hdr_len);
 
-/* One message as the queue returns it. |data| is owned by the queue until the
- * next call that changes it. */
+/*
+ * utls_streamq_record is what the queue keeps of the record that carried a
+ * message: the fields of the public UTLS_RECORD_INFO, in its order, as plain
+ * C. The queue itself only reads |key_generation| and |seq| (the order in
+ * which the peer sent its records, see utls_streamq_check_inorder()); the
+ * rest is returned with the message as it was pushed.
+ */
+typedef struct {
+    uint64_t seq;            /* TLS record sequence number within its key */
+    uint32_t key_generation; /* 0 for the first traffic key, +1 per change */
+    int out_of_order;        /* delivered before every earlier byte arrived */
+    uint64_t stream_offset;  /* where its header was in the stream */
+    size_t wire_len;         /* header + ciphertext */
+    uint64_t arrival_ns;     /* CLOCK_MONOTONIC time its last byte arrived */
+} utls_streamq_record;
+
+/* utls_sq_msg is one message as the queue returns it. |data| is owned by the
+ * queue until the next call that changes it. */
 typedef struct {
     uint32_t stream_id;
     uint64_t seq;
     const uint8_t *data;
     size_t len;
     int held; /* it waited for its stream's gap */
-    UTLS_RECORD_INFO record;
+    utls_streamq_record record;
 } utls_sq_msg;
 
+/* utls_streamq is one connection's reorder buffer (all its streams). */
 typedef struct utls_streamq_st utls_streamq;
 
 /* utls_streamq_new returns an empty queue (every stream expects 0), or NULL. */
@@ -96,7 +134,7 @@ void utls_streamq_free(utls_streamq *q);
  * earlier record (|info|'s generation and sequence number) waits for a
  * message that was never sent. Returns UTLS_SQ_OK or UTLS_SQ_GAP.
  */
-utls_sq_status utls_streamq_check_inorder(const utls_streamq *q, const UTLS_RECORD_INFO *info);
+utls_sq_status utls_streamq_check_inorder(const utls_streamq *q, const utls_streamq_record *info);
 
 /* Flags of utls_streamq_push(). */
 #define UTLS_SQ_IN_ORDER 0x1 /* the record came in order: everything before it
@@ -112,7 +150,7 @@ utls_sq_status utls_streamq_check_inorder(const utls_streamq *q, const UTLS_RECO
  * copied and held, or an error (nothing changed).
  */
 utls_sq_status utls_streamq_push(utls_streamq *q, uint32_t id, uint64_t seq, const uint8_t *data,
-                                 size_t len, const UTLS_RECORD_INFO *info, unsigned int flags);
+                                 size_t len, const utls_streamq_record *info, unsigned int flags);
 
 /* utls_streamq_advance records that stream |id|'s next message was delivered
  * by the caller (after UTLS_SQ_DELIVERABLE). */

@@ -1,6 +1,6 @@
 /*
- * The sub-stream header codec and reorder buffer (see utls_streamq.h and
- * docs/substreams.md).
+ * The sub-stream header codec and reorder buffer (see utls/streamq.h and
+ * docs/substreams.md). Pure C, no OpenSSL.
  *
  * Header, format 1 (the first bytes of a record's plaintext):
  *
@@ -9,13 +9,13 @@
  * Varints are LEB128: 7 bits per byte, least significant first, the high bit
  * set on every byte but the last. The encoding must be minimal (no trailing
  * zero byte), so each (stream id, sequence number) has exactly one header.
- * A stream id below UTLS_STREAM_MAX_STREAMS takes at most 2 bytes and a
- * sequence number up to UTLS_STREAM_MAX_SEQ (2^56 - 1) at most 8.
+ * A stream id below UTLS_STREAMQ_MAX_STREAMS takes at most 2 bytes and a
+ * sequence number up to UTLS_STREAMQ_MAX_SEQ (2^56 - 1) at most 8.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "streams/utls_streamq.h"
+#include "utls/streamq.h"
 
 /* Varint bytes: a stream id below 256 needs 2, a sequence number below 2^56
  * needs 8. Anything longer is refused before it is decoded. */
@@ -26,7 +26,7 @@ typedef struct {
     uint64_t seq;
     uint8_t *data; /* owned; NULL when len is 0 */
     size_t len;
-    UTLS_RECORD_INFO info;
+    utls_streamq_record info;
 } sq_held;
 
 typedef struct {
@@ -37,10 +37,10 @@ typedef struct {
 } sq_stream;
 
 struct utls_streamq_st {
-    sq_stream streams[UTLS_STREAM_MAX_STREAMS];
+    sq_stream streams[UTLS_STREAMQ_MAX_STREAMS];
     /* Streams whose first held message is their next one, in the order they
      * became deliverable. Each stream appears at most once. */
-    uint16_t ready[UTLS_STREAM_MAX_STREAMS];
+    uint16_t ready[UTLS_STREAMQ_MAX_STREAMS];
     size_t ready_head, num_ready;
     size_t num_held, bytes_held;
 };
@@ -104,7 +104,7 @@ size_t utls_streamq_header_encode(uint8_t *out, uint32_t stream_id, uint64_t seq
 {
     size_t n = 0;
 
-    if (stream_id >= UTLS_STREAM_MAX_STREAMS || seq > UTLS_STREAM_MAX_SEQ)
+    if (stream_id >= UTLS_STREAMQ_MAX_STREAMS || seq > UTLS_STREAMQ_MAX_SEQ)
         return 0;
     out[n++] = UTLS_STREAMQ_FORMAT_V1;
     n += varint_put(out + n, stream_id);
@@ -129,11 +129,11 @@ utls_sq_status utls_streamq_header_decode(const uint8_t *rec, size_t len, uint32
     if ((st = varint_get(&p, &left, SQ_ID_VARINT_MAX, UTLS_SQ_BAD_STREAM_ID, &id))
         != UTLS_SQ_OK)
         return st;
-    if (id >= UTLS_STREAM_MAX_STREAMS)
+    if (id >= UTLS_STREAMQ_MAX_STREAMS)
         return UTLS_SQ_BAD_STREAM_ID;
     if ((st = varint_get(&p, &left, SQ_SEQ_VARINT_MAX, UTLS_SQ_BAD_SEQ, &seq)) != UTLS_SQ_OK)
         return st;
-    if (seq > UTLS_STREAM_MAX_SEQ)
+    if (seq > UTLS_STREAMQ_MAX_SEQ)
         return UTLS_SQ_BAD_SEQ;
     *out_id = (uint32_t)id;
     *out_seq = seq;
@@ -152,7 +152,7 @@ void utls_streamq_free(utls_streamq *q)
 
     if (q == NULL)
         return;
-    for (i = 0; i < UTLS_STREAM_MAX_STREAMS; i++) {
+    for (i = 0; i < UTLS_STREAMQ_MAX_STREAMS; i++) {
         sq_stream *st = &q->streams[i];
 
         for (j = 0; j < st->num_held; j++)
@@ -168,27 +168,27 @@ static void ready_push(utls_streamq *q, uint32_t id)
 
     if (st->in_ready || st->num_held == 0 || st->held[0].seq != st->next)
         return;
-    q->ready[(q->ready_head + q->num_ready) % UTLS_STREAM_MAX_STREAMS] = (uint16_t)id;
+    q->ready[(q->ready_head + q->num_ready) % UTLS_STREAMQ_MAX_STREAMS] = (uint16_t)id;
     q->num_ready++;
     st->in_ready = 1;
 }
 
 /* rank_before: record |a| was sent before record |b| (key generation, then
  * sequence number). */
-static int rank_before(const UTLS_RECORD_INFO *a, const UTLS_RECORD_INFO *b)
+static int rank_before(const utls_streamq_record *a, const utls_streamq_record *b)
 {
     if (a->key_generation != b->key_generation)
         return a->key_generation < b->key_generation;
     return a->seq < b->seq;
 }
 
-utls_sq_status utls_streamq_check_inorder(const utls_streamq *q, const UTLS_RECORD_INFO *info)
+utls_sq_status utls_streamq_check_inorder(const utls_streamq *q, const utls_streamq_record *info)
 {
     size_t i;
 
     if (q->num_held == 0)
         return UTLS_SQ_OK;
-    for (i = 0; i < UTLS_STREAM_MAX_STREAMS; i++) {
+    for (i = 0; i < UTLS_STREAMQ_MAX_STREAMS; i++) {
         const sq_stream *st = &q->streams[i];
 
         /* A held message waits for a lower sequence number of its stream,
@@ -220,7 +220,7 @@ static size_t held_find(const sq_stream *st, uint64_t seq)
 }
 
 static utls_sq_status sq_hold(utls_streamq *q, sq_stream *st, size_t at, uint64_t seq,
-                              const uint8_t *data, size_t len, const UTLS_RECORD_INFO *info)
+                              const uint8_t *data, size_t len, const utls_streamq_record *info)
 {
     sq_held *h;
     uint8_t *copy = NULL;
@@ -260,15 +260,15 @@ static utls_sq_status sq_hold(utls_streamq *q, sq_stream *st, size_t at, uint64_
 }
 
 utls_sq_status utls_streamq_push(utls_streamq *q, uint32_t id, uint64_t seq, const uint8_t *data,
-                                 size_t len, const UTLS_RECORD_INFO *info, unsigned int flags)
+                                 size_t len, const utls_streamq_record *info, unsigned int flags)
 {
     sq_stream *st;
     size_t at;
     utls_sq_status r;
 
-    if (id >= UTLS_STREAM_MAX_STREAMS)
+    if (id >= UTLS_STREAMQ_MAX_STREAMS)
         return UTLS_SQ_BAD_STREAM_ID;
-    if (seq > UTLS_STREAM_MAX_SEQ)
+    if (seq > UTLS_STREAMQ_MAX_SEQ)
         return UTLS_SQ_BAD_SEQ;
     st = &q->streams[id];
     if (seq < st->next)
@@ -300,7 +300,7 @@ void utls_streamq_advance(utls_streamq *q, uint32_t id)
 {
     sq_stream *st;
 
-    if (id >= UTLS_STREAM_MAX_STREAMS)
+    if (id >= UTLS_STREAMQ_MAX_STREAMS)
         return;
     st = &q->streams[id];
     st->next++;
@@ -333,7 +333,7 @@ void utls_streamq_pop(utls_streamq *q)
     if (q->num_ready == 0)
         return;
     id = q->ready[q->ready_head];
-    q->ready_head = (q->ready_head + 1) % UTLS_STREAM_MAX_STREAMS;
+    q->ready_head = (q->ready_head + 1) % UTLS_STREAMQ_MAX_STREAMS;
     q->num_ready--;
     st = &q->streams[id];
     st->in_ready = 0;
@@ -359,5 +359,5 @@ size_t utls_streamq_bytes_held(const utls_streamq *q)
 
 uint64_t utls_streamq_next_seq(const utls_streamq *q, uint32_t id)
 {
-    return id < UTLS_STREAM_MAX_STREAMS ? q->streams[id].next : 0;
+    return id < UTLS_STREAMQ_MAX_STREAMS ? q->streams[id].next : 0;
 }
