@@ -279,7 +279,7 @@ def main():
     path = os.path.join(a.out, a.json_name)
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    log("wrote %s; targets: %s" % (path, json.dumps(t)))
+    log("wrote %s; targets: %s" % (path, json.dumps(result["targets"])))
     subprocess.run(["rm", "-rf", work])
     # What must hold in any run, the smoke run included: nothing lost,
     # forged or duplicated, every connection tapped, early records.
