@@ -106,8 +106,9 @@ def one_side(a, prefix, work, side, n, bulk):
     sout = os.path.join(work, "serve-%s-%d.jsonl" % (side, n))
     lout = os.path.join(work, "load-%s-%d.jsonl" % (side, n))
     mark = os.path.join(work, "mark-%s-%d" % (side, n))
+    release = os.path.join(work, "release-%s-%d" % (side, n))
     ready = os.path.join(work, "ready-%s-%d" % (side, n))
-    for f in (sout, lout, mark, ready):
+    for f in (sout, lout, mark, ready, release):
         if os.path.exists(f):
             os.unlink(f)
     server = subprocess.Popen([TB, "--prefix", prefix, "exec", "receiver", "--", server_bin, "serve",
@@ -128,7 +129,8 @@ def one_side(a, prefix, work, side, n, bulk):
                                  "--connect", "%s:%d" % (a.receiver_addr, PORT), "--conns", str(n),
                                  "--rate", str(a.rate), "--size", str(a.size), "--duration-ms",
                                  str(a.duration_ms), "--rtt-ms", "100", "--hold-ms", str(hold),
-                                 "--mark", mark, "--out", lout, "--quiet"])
+                                 "--mark", mark, "--release", release, "--out", lout,
+                                 "--quiet"])
         bulk_res = None
         if bulk:
             while not os.path.exists(mark):
@@ -143,7 +145,7 @@ def one_side(a, prefix, work, side, n, bulk):
                 log("  bulk flow beside %d idle %s connections: %.0f ms CPU (%.2f s)"
                     % (n, side, cpu, wall))
             bulk_res = {"cpu_ms_runs": runs, "cpu_ms": statistics.median(runs), "mb": a.bulk_mb}
-            load.terminate()
+            open(release, "w").close()  # the load client closes its connections
         load.wait(timeout=600)
     finally:
         server.terminate()
@@ -277,7 +279,7 @@ def main():
     path = os.path.join(a.out, a.json_name)
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    log("wrote %s; targets: %s" % (path, json.dumps(t)))
+    log("wrote %s; targets: %s" % (path, json.dumps(result["targets"])))
     subprocess.run(["rm", "-rf", work])
     # What must hold in any run, the smoke run included: nothing lost,
     # forged or duplicated, every connection tapped, early records.

@@ -62,7 +62,7 @@
 #define MAX_HANDSHAKING 256 /* load: handshakes in flight */
 
 static struct {
-    const char *addr, *out, *ready, *drop_to, *mode, *require, *mark;
+    const char *addr, *out, *ready, *drop_to, *mode, *require, *mark, *release;
     long hold_ms;
     long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms;
     int quiet;
@@ -804,8 +804,14 @@ static int load(void)
             fclose(m);
     }
     /* Connections open and idle, e.g. while bench/scale measures another flow. */
-    if (opt.hold_ms > 0)
-        sleep_until(now_ns() + (uint64_t)opt.hold_ms * 1000000u);
+    if (opt.hold_ms > 0) {
+        uint64_t until = now_ns() + (uint64_t)opt.hold_ms * 1000000u;
+
+        /* ... until then, or until the --release file appears */
+        while (now_ns() < until && !stop
+               && (opt.release == NULL || access(opt.release, F_OK) != 0))
+            sleep_until(now_ns() + 100000000u);
+    }
     for (i = 0; i < opt.conns; i++) {
         if (L[i].ssl != NULL) {
             if (L[i].state == 2)
@@ -847,6 +853,7 @@ int main(int argc, char **argv)
         {"--duration-ms", EXAMPLE_OPT_LONG, &opt.duration_ms},
         {"--hold-ms", EXAMPLE_OPT_LONG, &opt.hold_ms},
         {"--mark", EXAMPLE_OPT_STR, &opt.mark},
+        {"--release", EXAMPLE_OPT_STR, &opt.release},
         {"--ready", EXAMPLE_OPT_STR, &opt.ready},
         {"--out", EXAMPLE_OPT_STR, &opt.out},
         {"--require", EXAMPLE_OPT_STR, &opt.require},
