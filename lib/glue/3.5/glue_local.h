@@ -14,6 +14,7 @@
 #include <openssl/utls.h>
 
 #include "ssl_local.h" /* libssl is built with ssl/ on the include path */
+#include "internal/ssl_unwrap.h" /* SSL_CONNECTION_FROM_SSL */
 #include "common/utls_conn.h"
 #include "glue/utls_glue.h"
 
