@@ -35,6 +35,9 @@ add_custom_command(
     OUTPUT ${UTLS_LIBCRYPTO} ${UTLS_STOCK_LIB_DIR}/libssl.so.3
     COMMAND make -C ${UTLS_STOCK_BUILD_SHARED} -s -j${utls_ncpu} libcrypto.so.3 libssl.so.3
     COMMAND ${CMAKE_COMMAND} -E copy ${UTLS_STOCK_BUILD_SHARED}/libcrypto.so.3 ${UTLS_LIBCRYPTO}
+    # For `-L build-3.5/lib -lcrypto` (pkg-config's utls.pc): this libcrypto,
+    # not the system's 3.0 one, which lacks what 3.5's libssl needs.
+    COMMAND ${CMAKE_COMMAND} -E create_symlink libcrypto.so.3 ${UTLS_LIB_DIR}/libcrypto.so
     COMMAND ${CMAKE_COMMAND} -E copy ${UTLS_STOCK_BUILD_SHARED}/libssl.so.3 ${UTLS_STOCK_LIB_DIR}/libssl.so.3
     DEPENDS ${UTLS_STOCK_BUILD_SHARED}/.utls-configured
     COMMENT "Building Debian 13's libcrypto.so.3 and stock libssl.so.3 (OpenSSL ${CMAKE_MATCH_1})"
