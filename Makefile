@@ -28,8 +28,9 @@ build: configure
 
 # check-base.sh fails in one line when the distribution's libssl3 is newer
 # than the Debian version the fork matches (a security update to rebase to).
+# (The 3.5 base has no system library to match on Debian 12: not checked.)
 test: build
-	@bash tools/check-base.sh
+	@[ "$(BASE)" != 3.0 ] || bash tools/check-base.sh
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 demo: build
