@@ -4,8 +4,10 @@
 #  * the symbols it defines in upstream's version nodes (OPENSSL_*: only
 #    OPENSSL_3.0.0 for the 3.0 base, OPENSSL_3.0.0 to OPENSSL_3.5.0 for 3.5)
 #    are exactly the reference's, each in the same node;
-#  * every other symbol it exports is listed in UTLS_MAP (the UTLS_* nodes),
-#    and everything UTLS_MAP lists is exported.
+#  * every other symbol it exports is listed in UTLS_MAP under the node it
+#    is exported at (UTLS_0.1, UTLS_0.2, ...), and everything UTLS_MAP lists
+#    is exported at its node;
+#  * each UTLS_ node after the first inherits the one before it.
 # REFERENCE is the distribution's libssl.so.3 itself (the 3.0 base: Debian
 # 12's, installed) or a symbol list with its "NAME NODE" lines (the 3.5 base:
 # openssl-patch/3.5/libssl.syms, from Debian 13's verified package; lines
@@ -18,9 +20,9 @@ map=${3:?utls map}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 # "NAME NODE" for every defined, exported symbol; a version node's own symbol
 # (readelf shows it without @@) counts as "NODE NODE", as in the 519 of 3.0.
+is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 exports() {
     if ! is_elf "$1"; then
         grep -v '^#' "$1" | sort -u
@@ -44,10 +46,14 @@ upstream "$tmp/fork" >"$tmp/fork.3"
 upstream "$tmp/sys" >"$tmp/sys.3"
 awk '$2 !~ /^OPENSSL_/ { print }' "$tmp/fork" >"$tmp/fork.other"
 awk '$2 !~ /^OPENSSL_/ { print }' "$tmp/sys" >"$tmp/sys.other"
-sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);$/\1 UTLS_0.1/p' "$map" | sort -u >"$tmp/map"
-echo "UTLS_0.1 UTLS_0.1" >>"$tmp/map"
-sort -u -o "$tmp/map" "$tmp/map"
-nodes=$(awk '{ print $2 }' "$tmp/sys.3" | sort -u | tr '\n' ' ')
+upstream_nodes=$(awk '{ print $2 }' "$tmp/sys.3" | sort -u | paste -sd, -)
+# "NAME NODE" for every symbol of the map, and "NODE NODE" for each node;
+# "NODE PARENT" pairs, in the map's order, for the inheritance check.
+awk '/^UTLS_[0-9.]+[[:space:]]*\{/ { node = $1; print node, node; next }
+     node != "" && /^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;$/ { sub(/^[[:space:]]*/, ""); sub(/;$/, ""); print $0, node }
+     /^}/ { node = "" }' "$map" | sort -u >"$tmp/map"
+awk '/^UTLS_[0-9.]+[[:space:]]*\{/ { node = $1 } /^}/ && node != "" { p = $2; sub(/;$/, "", p); print node, p; node = "" }' \
+    "$map" >"$tmp/nodes"
 
 fail=0
 report() { echo "ABI: $1"; sed 's/^/    /' "$2"; fail=1; }
@@ -55,19 +61,26 @@ report() { echo "ABI: $1"; sed 's/^/    /' "$2"; fail=1; }
 echo "fork:      $fork (SONAME $(soname "$fork"))"
 echo "reference: $sys (SONAME $(soname "$sys"))"
 [ "$(soname "$fork")" = "$(soname "$sys")" ] || { echo "ABI: SONAME differs"; fail=1; }
-echo "upstream symbols ($nodes): fork $(wc -l <"$tmp/fork.3"), reference $(wc -l <"$tmp/sys.3")"
+echo "upstream symbols ($upstream_nodes): fork $(wc -l <"$tmp/fork.3"), reference $(wc -l <"$tmp/sys.3")"
 [ -s "$tmp/sys.3" ] || { echo "ABI: the reference exports nothing at an OPENSSL_* node"; fail=1; }
 [ -s "$tmp/sys.other" ] && report "the reference exports symbols outside the OPENSSL_* nodes:" "$tmp/sys.other"
 comm -13 "$tmp/fork.3" "$tmp/sys.3" >"$tmp/missing"
 comm -23 "$tmp/fork.3" "$tmp/sys.3" >"$tmp/extra"
 [ -s "$tmp/missing" ] && report "missing from the fork at the upstream nodes (or in another node):" "$tmp/missing"
-[ -s "$tmp/extra" ] && report "added by the fork at the upstream nodes (new API belongs in a UTLS node):" "$tmp/extra"
-echo "uTLS symbols: $(wc -l <"$tmp/fork.other") exported, $(wc -l <"$tmp/map") in $(basename "$map") with the node"
+[ -s "$tmp/extra" ] && report "added by the fork at the upstream nodes (new API belongs in a UTLS_ node):" "$tmp/extra"
+prev=OPENSSL_3.0.0
+while read -r node parent; do
+    [ "$parent" = "$prev" ] || { echo "ABI: node $node inherits ${parent:-nothing}, not $prev"; fail=1; }
+    prev=$node
+done <"$tmp/nodes"
+[ -s "$tmp/nodes" ] || { echo "ABI: no UTLS_ node in $(basename "$map")"; fail=1; }
+echo "uTLS symbols ($(awk '{print $1}' "$tmp/nodes" | paste -sd, -)): $(wc -l <"$tmp/fork.other") exported," \
+    "$(wc -l <"$tmp/map") in $(basename "$map") with the nodes"
 comm -23 "$tmp/fork.other" "$tmp/map" >"$tmp/unlisted"
 comm -13 "$tmp/fork.other" "$tmp/map" >"$tmp/unexported"
 [ -s "$tmp/unlisted" ] && report "exported by the fork outside the OPENSSL_* nodes but not in the map:" "$tmp/unlisted"
 [ -s "$tmp/unexported" ] && report "listed in the map but not exported:" "$tmp/unexported"
 if [ $fail = 0 ]; then
-    echo "ABI: OK: the upstream nodes ($nodes) are identical; only the UTLS node is added"
+    echo "ABI: OK: the upstream nodes ($upstream_nodes) are identical; only the map's UTLS_ nodes are added"
 fi
 exit $fail

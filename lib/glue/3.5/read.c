@@ -73,7 +73,7 @@ void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
 
     if (c == NULL || rr->type != SSL3_RT_APPLICATION_DATA)
         return;
-    c->post_handshake = 1;
+    c->rx.post_handshake = 1;
     /* Only 3.5's own TLS record method (not KTLS's, not DTLS's) keeps the
      * counter in OSSL_RECORD_LAYER.sequence and the ciphertext length. */
     if (sc->rlayer.rrlmethod == &ossl_tls_record_method && rec != NULL) {
@@ -83,7 +83,7 @@ void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         c->inorder.info.seq = 0;
         c->inorder.info.wire_len = 0;
     }
-    c->inorder.info.key_generation = c->gen;
+    c->inorder.info.key_generation = c->rx.gen;
     c->inorder.info.out_of_order = 0;
     c->inorder.info.stream_offset = 0; /* not tracked on this base yet */
     /* As on 3.0 (lib/glue/inorder.c): the clock is read only in a
@@ -100,8 +100,8 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
 
     if (c == NULL || level != OSSL_RECORD_PROTECTION_LEVEL_APPLICATION)
         return;
-    if (c->post_handshake)
-        c->gen++; /* a KeyUpdate or a renegotiation */
+    if (c->rx.post_handshake)
+        c->rx.gen++; /* a KeyUpdate or a renegotiation */
     c->inorder.info_valid = 0;
 }
 
