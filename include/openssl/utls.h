@@ -19,6 +19,7 @@
  *   <openssl/utls_streams.h>  sub-streams
  *   <openssl/utls_ucobs.h>    uCOBS datagrams over TCP
  *   <openssl/utls_err.h>      the error library and reason codes
+ *   <openssl/utls_tunnel.h>   IP tunnels: inner TCP in order, datagrams early
  *
  * docs/api-conventions.md gives the conventions every part follows.
  */
@@ -33,5 +34,7 @@
 # include <openssl/utls_streams.h>
 # include <openssl/utls_ucobs.h>
 # include <openssl/utls_err.h>
+# include <openssl/utls_tap.h>
+# include <openssl/utls_tunnel.h>
 
 #endif /* OPENSSL_UTLS_H */
