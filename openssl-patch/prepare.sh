@@ -10,11 +10,14 @@
 # Environment:
 #   UTLS_OPENSSL_TARBALL  use this local tarball instead of fetching one
 #   UTLS_OPENSSL_CACHE    where a fetched tarball is kept (default ~/.cache/utls)
-#   UTLS_BASE_FILE        the BASE file to read (default: next to this script)
-#   UTLS_PATCH_DIR        the patch series to apply (default: patches/ here)
+#   UTLS_BASE_FILE        the BASE file to read (default: next to this script;
+#                         3.5/BASE for the second base, make BASE=3.5)
+#   UTLS_PATCH_DIR        the patch series to apply (default: patches/ next to
+#                         the BASE file)
 #   UTLS_DEBIAN_PATCHES   use this local debian.tar.xz instead of fetching one
 #   UTLS_DEBIAN_DSC       ... and this .dsc (default: next to it)
-#   UTLS_SECURITY_DIR     the security series to apply (default: security/ here)
+#   UTLS_SECURITY_DIR     the security series to apply (default: security/ next
+#                         to the BASE file)
 #   UTLS_PREPARE_VERIFY_ONLY=1  stop after the tarball is verified (tests)
 #
 # With --stock OUTDIR it prepares the same source without our series and
@@ -27,6 +30,15 @@
 # (fetched and verified, never committed), then the security fixes of the
 # Debian revision the fork matches (security/, ours, one per CVE), then the
 # uTLS hooks (patches/).
+#
+# A BASE file may set (the 3.5 base does, openssl-patch/3.5/BASE):
+#   BUILD_LIBCRYPTO=1   no system libcrypto of that version exists: the stock
+#                       tree also builds libcrypto.so.3 (openssl-patch/
+#                       CMakeLists.txt), and the system one is not checked
+#   GLUE_DIR            the glue folder linked as ssl/utls (default lib/glue)
+#   DEBIAN_POOL_URI     fetch from this pool directory instead of asking apt
+#   DEBIAN_DISTS_URI    the suite whose signed InRelease (and Sources.xz)
+#                       verify the tarball, fetched here instead of apt's lists
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +50,8 @@ if [ "${1:-}" = --stock ]; then
 fi
 out=${1:?usage: prepare.sh [--stock] OUTDIR}
 base_file=${UTLS_BASE_FILE:-$here/BASE}
-patch_dir=${UTLS_PATCH_DIR:-$here/patches}
+base_dir=$(cd "$(dirname "$base_file")" && pwd)
+patch_dir=${UTLS_PATCH_DIR:-$base_dir/patches}
 
 die() {
     printf 'prepare.sh: error: %s\n' "$1" >&2
@@ -61,7 +74,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 tree=$out/openssl-$UPSTREAM_VERSION
 [ "$stock" = 1 ] && tree=$out/openssl-$UPSTREAM_VERSION-stock
-security_dir=${UTLS_SECURITY_DIR:-$here/security}
+security_dir=${UTLS_SECURITY_DIR:-$base_dir/security}
 # Two builds configuring the same tree at once (parallel cmake runs) would
 # unpack over each other, and re-unpacking under running upstream tests
 # (tests/upstream, which holds this lock shared while it runs) would pull the
@@ -110,6 +123,16 @@ fetch_file() {
         return
     fi
     mkdir -p "$cache"
+    if [ -n "${DEBIAN_POOL_URI:-}" ]; then
+        uri=$DEBIAN_POOL_URI/$(printf '%s' "$name" | sed 's/~/%7e/g')
+        note "fetching $uri" >&2
+        /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$sha" >&2 ||
+            die "download of $uri failed or did not match the pinned SHA-256" \
+                "put a verified copy at $dest or set $override"
+        mv "$dest.part" "$dest"
+        echo "$dest"
+        return
+    fi
     command -v apt-get >/dev/null || die "no apt-get to fetch $name" \
         "put a copy at $dest or set $override=/path/to/$name"
     ensure_deb_src
@@ -198,6 +221,10 @@ verify_signed_metadata() {
         note "signed archive metadata not checkable here (no gpgv or keyring): relying on the pinned SHA-256"
         return
     fi
+    if [ -n "${DEBIAN_DISTS_URI:-}" ]; then
+        verify_suite_metadata "$keyring"
+        return
+    fi
     for src in "$lists"/*_main_source_Sources*; do
         [ -e "$src" ] || continue
         # Not `| grep -q`: an early exit would SIGPIPE apt-helper under pipefail.
@@ -217,7 +244,46 @@ verify_signed_metadata() {
     note "Debian's signed metadata does not list $ORIG_TARBALL here (run apt-get update?): relying on the pinned SHA-256"
 }
 
-check_libcrypto
+# verify_suite_metadata KEYRING: the same chain for a suite apt does not know
+# here (trixie on Debian 12): its InRelease and main/source/Sources.xz are
+# fetched into the cache (kept: the tarball stays verifiable after the suite
+# moves on), InRelease's signature checked with gpgv, Sources.xz against the
+# SHA-256 InRelease lists, the tarball against Sources.xz.
+verify_suite_metadata() {
+    local keyring=$1 dir inrel sources got listed
+    dir=$cache/dists/$(printf '%s' "$DEBIAN_DISTS_URI" | sed 's|^[a-z]*://||; s|[/:]|_|g')
+    inrel=$dir/InRelease
+    sources=$dir/main_source_Sources.xz
+    if [ ! -s "$inrel" ] || [ ! -s "$sources" ] ||
+        ! xzcat "$sources" 2>/dev/null | grep -q " $ORIG_SHA256 [0-9]* $ORIG_TARBALL\$"; then
+        mkdir -p "$dir"
+        /usr/lib/apt/apt-helper download-file "$DEBIAN_DISTS_URI/InRelease" "$inrel.part" >/dev/null 2>&1 &&
+            /usr/lib/apt/apt-helper download-file "$DEBIAN_DISTS_URI/main/source/Sources.xz" "$sources.part" >/dev/null 2>&1 || {
+            rm -f "$inrel.part" "$sources.part"
+            note "cannot fetch $DEBIAN_DISTS_URI/InRelease: relying on the pinned SHA-256"
+            return
+        }
+        mv "$inrel.part" "$inrel"
+        mv "$sources.part" "$sources"
+    fi
+    gpgv --keyring "$keyring" "$inrel" >/dev/null 2>&1 ||
+        die "the signature on $inrel does not verify against $keyring"
+    got=$(sha256sum <"$sources" | cut -d' ' -f1)
+    listed=$(awk '/^SHA256:/ { s = 1; next } /^[A-Za-z]/ { s = 0 } s && $3 == "main/source/Sources.xz" { print $1 }' "$inrel")
+    [ "$got" = "$listed" ] || die "$sources does not match the SHA-256 that the signed $inrel lists for it"
+    # Not `| grep -q`: an early exit would SIGPIPE xzcat under pipefail. A
+    # suite that has moved on (a point release dropped this revision) no
+    # longer lists it: as for the 3.0 base, the pinned SHA-256 then stands
+    # alone (the cache keeps the metadata that listed it).
+    if ! grep -q " $ORIG_SHA256 [0-9]* $ORIG_TARBALL\$" < <(xzcat "$sources") ||
+        ! grep -q " $DEBIAN_DSC_SHA256 [0-9]* $DEBIAN_DSC\$" < <(xzcat "$sources"); then
+        note "Debian's signed $DEBIAN_DISTS_URI metadata does not list $ORIG_TARBALL and $DEBIAN_DSC with the pinned SHA-256s: relying on the pinned SHA-256"
+        return
+    fi
+    note "verified through Debian's signed metadata: $DEBIAN_DISTS_URI/InRelease (gpgv), Sources.xz lists $ORIG_TARBALL and $DEBIAN_DSC"
+}
+
+[ "${BUILD_LIBCRYPTO:-0}" = 1 ] || check_libcrypto
 if [ -n "${UTLS_OPENSSL_TARBALL:-}" ]; then
     tarball=$UTLS_OPENSSL_TARBALL
 else
@@ -302,7 +368,7 @@ if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
     # The glue (the only uTLS code that includes ssl_local.h) sits in ssl/,
     # where the hook patches include "utls/utls_hooks.h"; the runtime is
     # linked beside utls-core/, its glue/ compiled through ssl/utls only.
-    ln -s "$repo/lib/glue" "$tree.tmp/ssl/utls"
+    ln -s "$repo/${GLUE_DIR:-lib/glue}" "$tree.tmp/ssl/utls"
     ln -s "$repo/lib" "$tree.tmp/utls-lib"
     ln -s "$repo/core" "$tree.tmp/utls-core"
     ln -s "$repo/provider" "$tree.tmp/utls-provider"
@@ -319,7 +385,7 @@ done
 # Configure runs again when the options or the set of our source files change,
 # headers included: a header that moved would otherwise stay named in the
 # dependencies `make depend` merged into the Makefile ("No rule to make target").
-our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' lib/*/*.c lib/*/*.h include/openssl/utls*.h core/*.c core/src/*.c \
+our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' lib/*/*.c lib/*/*.h ${GLUE_DIR:+$GLUE_DIR/*.[ch]} include/openssl/utls*.h core/*.c core/src/*.c \
     core/include/utls/*.h provider/aeadsearch_client.c provider/include/utls/*.h | sort)
 conf_id=$( (echo "$patch_id"; echo "$CONFIGURE_OPTIONS"; echo "$our_files") | sha256sum | cut -d' ' -f1)
 bs=$tree/build_shared

@@ -7,6 +7,7 @@ packages=(
     build-essential cmake ninja-build pkg-config perl patch gpgv debian-archive-keyring
     debian-keyring dpkg-dev                # verifying Debian's signed .dsc; dpkg-buildflags
     libssl-dev libssl3 openssl            # the system libcrypto the fork links to
+    libzstd-dev zlib1g-dev xz-utils       # the 3.5 base's libcrypto (Debian 13: enable-zstd enable-zlib)
     libcmocka-dev                         # unit tests
     clang llvm lld libclang-rt-14-dev     # libFuzzer (make fuzz) and the fuzz replays
     curl python3 gnutls-bin libnss3-tools # interop peers and preload clients

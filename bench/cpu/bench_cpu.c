@@ -56,6 +56,10 @@
  *
  * Usage: bench_cpu --fork-lib-dir DIR [--out FILE] [--quick] [--reps N]
  *                  [--bytes N] [--cipher-bytes N] [--seed N]
+ *                  [--stock-lib-path PATH] [--crypto-lib-dir DIR]
+ * The last two serve the 3.5 base (make BASE=3.5): stock runs with
+ * LD_LIBRARY_PATH=PATH (stock 3.5 libssl and 3.5's libcrypto) instead of the
+ * system library, the fork with DIR (3.5's libcrypto) after its own.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -995,6 +999,10 @@ static int parse_sample(const char *line, struct sample *s)
 struct driver {
     char self[PATH_MAX];
     const char *fork_lib_dir;
+    /* The 3.5 base: stock libssl is not the system's, and both libraries
+     * need 3.5's libcrypto (--stock-lib-path, --crypto-lib-dir). */
+    const char *stock_lib_path, *crypto_lib_dir;
+    char fork_path[2 * PATH_MAX];
     char fork_snapshot[PATH_MAX]; /* private copy of the fork, see snapshot_fork */
     char **env_stock, **env_fork;
     uint64_t seed;
@@ -1370,8 +1378,13 @@ static int driver_main(struct driver *d, size_t reps, size_t bytes, size_t ciphe
         fprintf(stderr, "bench_cpu: cannot copy %s/libssl.so.3\n", d->fork_lib_dir);
         goto cleanup;
     }
-    d->env_stock = child_env(NULL);
-    d->env_fork = child_env(d->fork_snapshot);
+    d->env_stock = child_env(d->stock_lib_path);
+    if (d->crypto_lib_dir != NULL) {
+        snprintf(d->fork_path, sizeof(d->fork_path), "%s:%s", d->fork_snapshot, d->crypto_lib_dir);
+    } else {
+        snprintf(d->fork_path, sizeof(d->fork_path), "%s", d->fork_snapshot);
+    }
+    d->env_fork = child_env(d->fork_path);
     if (d->env_stock == NULL || d->env_fork == NULL) {
         goto cleanup;
     }
@@ -1447,6 +1460,13 @@ cleanup:
             }
         }
     }
+    if (d->env_stock != NULL && d->stock_lib_path != NULL) {
+        for (size_t i = 0; d->env_stock[i] != NULL; i++) {
+            if (strncmp(d->env_stock[i], "LD_LIBRARY_PATH=", 16) == 0) {
+                free(d->env_stock[i]);
+            }
+        }
+    }
     free(d->env_stock);
     free(d->env_fork);
     if (d->fork_snapshot[0] != '\0') {
@@ -1458,7 +1478,8 @@ cleanup:
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_cpu --fork-lib-dir DIR [--out FILE] [--quick] [--reps N]\n"
-                    "                 [--bytes N] [--cipher-bytes N] [--seed N]\n");
+                    "                 [--bytes N] [--cipher-bytes N] [--seed N]\n"
+                    "                 [--stock-lib-path PATH] [--crypto-lib-dir DIR]\n");
 }
 
 static int find_cipher(const char *key)
@@ -1499,6 +1520,10 @@ int main(int argc, char **argv)
             out_path = val;
         } else if (strcmp(a, "--fork-lib-dir") == 0) {
             d.fork_lib_dir = val;
+        } else if (strcmp(a, "--stock-lib-path") == 0) {
+            d.stock_lib_path = val;
+        } else if (strcmp(a, "--crypto-lib-dir") == 0) {
+            d.crypto_lib_dir = val;
         } else if (strcmp(a, "--reps") == 0) {
             reps = strtoul(val, NULL, 10);
             explicit_reps = 1;

@@ -1,33 +1,52 @@
 #!/usr/bin/env bash
-# check-abi.sh FORK SYSTEM UTLS_MAP — the fork must be a drop-in libssl.so.3:
-#  * SONAME libssl.so.3, like the system library;
-#  * the symbols it defines at version OPENSSL_3.0.0 are exactly the system's;
+# check-abi.sh FORK REFERENCE UTLS_MAP — the fork must be a drop-in libssl.so.3:
+#  * SONAME libssl.so.3, like the reference;
+#  * the symbols it defines in upstream's version nodes (OPENSSL_*: only
+#    OPENSSL_3.0.0 for the 3.0 base, OPENSSL_3.0.0 to OPENSSL_3.5.0 for 3.5)
+#    are exactly the reference's, each in the same node;
 #  * every other symbol it exports is listed in UTLS_MAP under the node it
 #    is exported at (UTLS_0.1, UTLS_0.2, ...), and everything UTLS_MAP lists
 #    is exported at its node;
 #  * each UTLS_ node after the first inherits the one before it.
+# REFERENCE is the distribution's libssl.so.3 itself (the 3.0 base: Debian
+# 12's, installed) or a symbol list with its "NAME NODE" lines (the 3.5 base:
+# openssl-patch/3.5/libssl.syms, from Debian 13's verified package; lines
+# starting with # are comments, its SONAME is libssl.so.3).
 # Exit 0 when all hold; 1 with the differences printed otherwise.
 set -euo pipefail
 fork=${1:?fork}
-sys=${2:?system libssl}
+sys=${2:?reference libssl or symbol list}
 map=${3:?utls map}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # "NAME NODE" for every defined, exported symbol; a version node's own symbol
 # (readelf shows it without @@) counts as "NODE NODE", as in the 519 of 3.0.
+is_elf() { [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }
 exports() {
+    if ! is_elf "$1"; then
+        grep -v '^#' "$1" | sort -u
+        return
+    fi
     readelf --dyn-syms -W "$1" | awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") { print $8 }' |
         sed 's/@@*/ /' | awk 'NF == 1 { $2 = $1 } { print $1, $2 }' | sort -u
 }
-soname() { readelf -d "$1" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'; }
+soname() {
+    if is_elf "$1"; then
+        readelf -d "$1" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'
+    else
+        echo libssl.so.3
+    fi
+}
 
 exports "$fork" >"$tmp/fork"
 exports "$sys" >"$tmp/sys"
-awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/fork" >"$tmp/fork.3"
-awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/sys" >"$tmp/sys.3"
-awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/fork" >"$tmp/fork.other"
-awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/sys" >"$tmp/sys.other"
+upstream() { awk '$2 ~ /^OPENSSL_/ { print }' "$1"; }
+upstream "$tmp/fork" >"$tmp/fork.3"
+upstream "$tmp/sys" >"$tmp/sys.3"
+awk '$2 !~ /^OPENSSL_/ { print }' "$tmp/fork" >"$tmp/fork.other"
+awk '$2 !~ /^OPENSSL_/ { print }' "$tmp/sys" >"$tmp/sys.other"
+upstream_nodes=$(awk '{ print $2 }' "$tmp/sys.3" | sort -u | paste -sd, -)
 # "NAME NODE" for every symbol of the map, and "NODE NODE" for each node;
 # "NODE PARENT" pairs, in the map's order, for the inheritance check.
 awk '/^UTLS_[0-9.]+[[:space:]]*\{/ { node = $1; print node, node; next }
@@ -39,16 +58,16 @@ awk '/^UTLS_[0-9.]+[[:space:]]*\{/ { node = $1 } /^}/ && node != "" { p = $2; su
 fail=0
 report() { echo "ABI: $1"; sed 's/^/    /' "$2"; fail=1; }
 
-echo "fork:   $fork (SONAME $(soname "$fork"))"
-echo "system: $sys (SONAME $(soname "$sys"))"
+echo "fork:      $fork (SONAME $(soname "$fork"))"
+echo "reference: $sys (SONAME $(soname "$sys"))"
 [ "$(soname "$fork")" = "$(soname "$sys")" ] || { echo "ABI: SONAME differs"; fail=1; }
-echo "OPENSSL_3.0.0 symbols: fork $(wc -l <"$tmp/fork.3"), system $(wc -l <"$tmp/sys.3")"
-[ -s "$tmp/sys.3" ] || { echo "ABI: the system library exports nothing at OPENSSL_3.0.0"; fail=1; }
-[ -s "$tmp/sys.other" ] && report "the system library exports symbols outside OPENSSL_3.0.0:" "$tmp/sys.other"
+echo "upstream symbols ($upstream_nodes): fork $(wc -l <"$tmp/fork.3"), reference $(wc -l <"$tmp/sys.3")"
+[ -s "$tmp/sys.3" ] || { echo "ABI: the reference exports nothing at an OPENSSL_* node"; fail=1; }
+[ -s "$tmp/sys.other" ] && report "the reference exports symbols outside the OPENSSL_* nodes:" "$tmp/sys.other"
 comm -13 "$tmp/fork.3" "$tmp/sys.3" >"$tmp/missing"
 comm -23 "$tmp/fork.3" "$tmp/sys.3" >"$tmp/extra"
-[ -s "$tmp/missing" ] && report "missing from the fork at OPENSSL_3.0.0:" "$tmp/missing"
-[ -s "$tmp/extra" ] && report "added by the fork at OPENSSL_3.0.0 (new API belongs in a UTLS_ node):" "$tmp/extra"
+[ -s "$tmp/missing" ] && report "missing from the fork at the upstream nodes (or in another node):" "$tmp/missing"
+[ -s "$tmp/extra" ] && report "added by the fork at the upstream nodes (new API belongs in a UTLS_ node):" "$tmp/extra"
 prev=OPENSSL_3.0.0
 while read -r node parent; do
     [ "$parent" = "$prev" ] || { echo "ABI: node $node inherits ${parent:-nothing}, not $prev"; fail=1; }
@@ -59,9 +78,9 @@ echo "uTLS symbols ($(awk '{print $1}' "$tmp/nodes" | paste -sd, -)): $(wc -l <"
     "$(wc -l <"$tmp/map") in $(basename "$map") with the nodes"
 comm -23 "$tmp/fork.other" "$tmp/map" >"$tmp/unlisted"
 comm -13 "$tmp/fork.other" "$tmp/map" >"$tmp/unexported"
-[ -s "$tmp/unlisted" ] && report "exported by the fork outside OPENSSL_3.0.0 but not in the map:" "$tmp/unlisted"
+[ -s "$tmp/unlisted" ] && report "exported by the fork outside the OPENSSL_* nodes but not in the map:" "$tmp/unlisted"
 [ -s "$tmp/unexported" ] && report "listed in the map but not exported:" "$tmp/unexported"
 if [ $fail = 0 ]; then
-    echo "ABI: OK: the OPENSSL_3.0.0 node is identical; only the map's UTLS_ nodes are added"
+    echo "ABI: OK: the upstream nodes ($upstream_nodes) are identical; only the map's UTLS_ nodes are added"
 fi
 exit $fail

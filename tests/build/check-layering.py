@@ -31,8 +31,8 @@ import tempfile
 
 MAX_LINES = 800
 CONCEPT_LINES = 5  # where the justification must be
-INTERNAL = ("ssl_local.h", "record_local.h", "statem_local.h")
-SKIP_DIRS = {".git", "build", "build-asan", "build-fuzz", "patches"}
+INTERNAL = ("ssl_local.h", "record_local.h", "statem_local.h", "recmethod_local.h")
+SKIP_DIRS = {".git", "build", "build-asan", "build-fuzz", "build-3.5", "patches"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 

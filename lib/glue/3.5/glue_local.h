@@ -1,0 +1,34 @@
+/*
+ * The 3.5 glue's own header (lib/glue/3.5/): the runtime's state and
+ * interface plus OpenSSL 3.5's internals (ssl_local.h). Only the files of
+ * this folder include it. It uses the include guard of the 3.0 glue's
+ * glue_local.h on purpose: a base-neutral glue file of lib/glue/ (conf.c)
+ * is compiled here through a one-line wrapper, and its own
+ * #include "glue_local.h" must then find this header already included.
+ */
+#ifndef UTLS_GLUE_LOCAL_H
+#define UTLS_GLUE_LOCAL_H
+
+#include <stdint.h>
+
+#include <openssl/utls.h>
+
+#include "ssl_local.h" /* libssl is built with ssl/ on the include path */
+#include "internal/ssl_unwrap.h" /* SSL_CONNECTION_FROM_SSL */
+#include "common/utls_conn.h"
+#include "glue/utls_glue.h"
+
+/*
+ * UTLS_SC returns the SSL_CONNECTION of |s| (3.2 and later keep the TLS
+ * connection state behind the public SSL), or NULL for a QUIC object or a
+ * NULL |s|: uTLS state lives on TLS connections only.
+ */
+#define UTLS_SC(s) ((s) != NULL ? SSL_CONNECTION_FROM_SSL(s) : NULL)
+
+/* ern.c: the ERN extension is not offered on this base (docs/base35.md). */
+void utls_ern_register(SSL_CTX *ctx);
+
+/* conf.c: SSL_MODE_UNORDERED of |s| came from UTLS_MODE/UTLSMode. */
+int utls_mode_from_config(const SSL *s);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * The hook interface is one for both bases: the 3.5 hook patches include
+ * "utls/utls_hooks.h" (ssl/utls is a link to this folder), which is the
+ * shared lib/glue/utls_hooks.h. The path is relative to this file's real
+ * folder, so it resolves the same from every file that includes ssl_local.h,
+ * OpenSSL's own test programs included.
+ *
+ * Below it, the calls that only 3.5's record layer makes (patch 0004).
+ */
+#include "../utls_hooks.h"
+
+#ifndef UTLS_HOOKS35_H
+#define UTLS_HOOKS35_H
+
+struct ssl_connection_st;
+struct tls_record_st;
+
+/*
+ * utls_hook35_record_read: ssl3_read_bytes() took record |rr| from the read
+ * record layer, in order (authenticated and decrypted). Called only with
+ * SSL_MODE_UNORDERED: counts application records (UTLS_get_stats) and keeps
+ * the record's sequence number and key generation for UTLS_read_record().
+ */
+void utls_hook35_record_read(struct ssl_connection_st *s, struct tls_record_st *rr);
+
+/*
+ * utls_hook35_read_key_changed: ssl_set_new_record_layer() installed a new
+ * read record layer at protection |level| (OSSL_RECORD_PROTECTION_LEVEL_*).
+ * Called only when the connection has uTLS state: a new application key
+ * after the handshake starts a new key generation.
+ */
+void utls_hook35_read_key_changed(struct ssl_connection_st *s, int level);
+
+#endif
