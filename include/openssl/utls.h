@@ -1130,4 +1130,7 @@ int UTLS_get_lib(void);
 # ifdef __cplusplus
 }
 # endif
+
+/* Event-loop readiness (docs/evloop.md). */
+# include <openssl/utls_evloop.h>
 #endif /* OPENSSL_UTLS_H */

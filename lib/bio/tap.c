@@ -28,6 +28,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <openssl/bio.h>
@@ -365,7 +366,52 @@ typedef struct {
     int woke;
     utls_bio_signals sig; /* always "maybe": the ring is checked in memory */
     UTLS_TAP_STATS stats;
+    /* Event-loop readiness: a poller thread drains the ring and tests the
+     * store while another thread may be in SSL_read. |lock| serialises
+     * every use of the ring and of |cap| (never held across a wait). */
+    CRYPTO_RWLOCK *lock;
+    uint64_t token;   /* pushes that added fragment events */
+    uint64_t wakeups; /* readiness reports for fragments alone */
 } tap_ctx;
+
+/*
+ * After this many readiness reports in a row for captured fragments that
+ * completed no record (spurious wake-ups), fragments alone stop making the
+ * connection ready until an early record is delivered or the socket's
+ * in-order stream moves. Attack bounded: segments injected past a hole
+ * (headers that never verify) wake an event loop at most this many times per
+ * genuine in-order read; the records then come in order as with stock TLS.
+ */
+#define UTLS_EVLOOP_MAX_SPURIOUS_RUN 16
+
+static void tap_lock_w(tap_ctx *t)
+{
+    if (t->lock != NULL)
+        (void)CRYPTO_THREAD_write_lock(t->lock);
+}
+
+static void tap_unlock(tap_ctx *t)
+{
+    if (t->lock != NULL)
+        (void)CRYPTO_THREAD_unlock(t->lock);
+}
+
+/*
+ * tap_poll is poll() through the system call itself: a companion library
+ * that interposes poll() for event loops (docs/evloop.md) must not see the
+ * tap's own wait on its socket and ring.
+ */
+static int tap_poll(struct pollfd *p, nfds_t n, int timeout_ms)
+{
+    struct timespec ts, *tsp = NULL;
+
+    if (timeout_ms >= 0) {
+        ts.tv_sec = timeout_ms / 1000;
+        ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+        tsp = &ts;
+    }
+    return (int)syscall(SYS_ppoll, p, n, tsp, NULL, (size_t)8);
+}
 
 static int tap_type = -1;
 
@@ -378,6 +424,7 @@ static void tap_ctx_free(tap_ctx *t)
     if (t->pfd >= 0)
         close(t->pfd);
     utls_segstore_free(t->cap);
+    CRYPTO_THREAD_lock_free(t->lock);
     OPENSSL_free(t);
 }
 
@@ -386,6 +433,7 @@ static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
     const unsigned char *p = (const unsigned char *)h + h->tp_net;
     tap_segment seg;
     uint64_t end, off, ts;
+    size_t nev;
     int32_t d;
 
     t->stats.packets++;
@@ -408,10 +456,13 @@ static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
     if (ts > t->stats.last_byte_ns)
         t->stats.last_byte_ns = ts;
     ERR_set_mark();
+    nev = utls_segstore_num_events(t->cap);
     if (!utls_segstore_push(t->cap, off, seg.payload, seg.payload_len, ts))
         ERR_pop_to_mark(); /* outside the window: like TCP, ignore it */
     else
         ERR_clear_last_mark();
+    if (utls_segstore_num_events(t->cap) > nev)
+        t->token++;
 }
 
 /* tap_drain processes every block the kernel has handed over. No syscall. */
@@ -487,6 +538,10 @@ static int tap_new(BIO *b)
     t->pfd = -1;
     t->sock = -1;
     t->sig.pending = 1;
+    if ((t->lock = CRYPTO_THREAD_lock_new()) == NULL) {
+        OPENSSL_free(t);
+        return 0;
+    }
     BIO_set_data(b, t);
     BIO_set_init(b, 1);
     return 1;
@@ -494,9 +549,14 @@ static int tap_new(BIO *b)
 
 static int tap_free(BIO *b)
 {
+    tap_ctx *t;
+
     if (b == NULL)
         return 0;
-    tap_ctx_free(BIO_get_data(b));
+    t = BIO_get_data(b);
+    if (t != NULL && t->ring != NULL)
+        utls_evloop_unregister(t->sock, b); /* no poller may reach it now */
+    tap_ctx_free(t);
     BIO_set_data(b, NULL);
     return 1;
 }
@@ -526,7 +586,9 @@ static int tap_read(BIO *b, char *out, int outl)
     if (next == NULL)
         return -1;
     if (t->ring != NULL) {
+        tap_lock_w(t);
         tap_drain(t);
+        tap_unlock(t);
         fl = fcntl(t->sock, F_GETFL);
         if (fl >= 0 && (fl & O_NONBLOCK) == 0) {
             /*
@@ -544,8 +606,12 @@ static int tap_read(BIO *b, char *out, int outl)
                 struct pollfd p[2] = {{.fd = t->sock, .events = POLLIN},
                                       {.fd = t->pfd, .events = POLLIN}};
                 int wait_ms = -1, n;
+                size_t nev;
 
-                if (utls_segstore_num_events(t->cap) > 0) {
+                tap_lock_w(t);
+                nev = utls_segstore_num_events(t->cap);
+                tap_unlock(t);
+                if (nev > 0) {
                     t->woke = 1;
                     BIO_set_retry_read(b);
                     return -1;
@@ -559,7 +625,7 @@ static int tap_read(BIO *b, char *out, int outl)
 
                     wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999999u) / 1000000u);
                 }
-                n = poll(p, 2, wait_ms);
+                n = tap_poll(p, 2, wait_ms);
                 if (n < 0) {
                     if (errno == EINTR)
                         continue;
@@ -570,9 +636,12 @@ static int tap_read(BIO *b, char *out, int outl)
                     BIO_set_retry_read(b);
                     return -1;
                 }
+                tap_lock_w(t);
                 if (p[1].revents != 0)
                     tap_drain(t);
-                if (p[0].revents != 0 && utls_segstore_num_events(t->cap) == 0)
+                nev = utls_segstore_num_events(t->cap);
+                tap_unlock(t);
+                if (p[0].revents != 0 && nev == 0)
                     break;
             }
         }
@@ -581,10 +650,49 @@ static int tap_read(BIO *b, char *out, int outl)
     BIO_copy_next_retry(b);
     if (r > 0) {
         t->sock_read_off += (uint64_t)r;
-        if (t->cap != NULL)
+        if (t->cap != NULL) {
+            tap_lock_w(t);
             utls_segstore_skip_inorder(t->cap, t->sock_read_off);
+            tap_unlock(t);
+            /* The in-order stream moved: fragments may wake the loop again. */
+            __atomic_store_n(&t->sig.spurious_run, 0, __ATOMIC_RELAXED);
+        }
     }
     return r;
+}
+
+/*
+ * tap_evloop_ready: could a read of the SSL over this tap deliver a record
+ * without its socket being readable? Yes when the SSL holds a record verified
+ * past a hole, or when captured bytes past the hole wait to be looked at (a
+ * cheap test: nothing is decrypted here; the read that follows verifies them,
+ * and a read that finds nothing is a spurious wake-up, counted and bounded).
+ * The ring is drained under the tap's lock, so a poller thread and a reader
+ * thread never process the same block.
+ */
+static long tap_evloop_ready(tap_ctx *t, utls_evloop_state *out)
+{
+    size_t nev, held;
+    int ready;
+
+    tap_lock_w(t);
+    tap_drain(t);
+    nev = utls_segstore_num_events(t->cap);
+    held = __atomic_load_n(&t->sig.held_for_reader, __ATOMIC_ACQUIRE);
+    ready = held > 0;
+    if (!ready && nev > 0
+        && __atomic_load_n(&t->sig.spurious_run, __ATOMIC_RELAXED) < UTLS_EVLOOP_MAX_SPURIOUS_RUN) {
+        ready = 1;
+        if (!__atomic_exchange_n(&t->sig.offered, 1, __ATOMIC_ACQ_REL))
+            t->wakeups++;
+    }
+    if (out != NULL) {
+        out->token = t->token;
+        out->wakeups = t->wakeups;
+        out->spurious = __atomic_load_n(&t->sig.spurious, __ATOMIC_RELAXED);
+    }
+    tap_unlock(t);
+    return ready;
 }
 
 static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
@@ -596,9 +704,13 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
     case UTLS_BIO_CTRL_NEXT_FRAGMENT:
         if (t->ring == NULL)
             return 0;
+        tap_lock_w(t);
         tap_drain(t);
-        if (!utls_segstore_take_event(t->cap, ptr))
+        if (!utls_segstore_take_event(t->cap, ptr)) {
+            tap_unlock(t);
             return 0;
+        }
+        tap_unlock(t);
         t->stats.fragments++;
         return 1;
     case UTLS_BIO_CTRL_READ_OFFSET:
@@ -606,6 +718,16 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
             return 0;
         *(uint64_t *)ptr = t->sock_read_off;
         return 1;
+    case UTLS_BIO_CTRL_INORDER_END: {
+        int avail = 0;
+
+        /* The kernel's count, not the capture's: only bytes the socket will
+         * really return count as in order. */
+        if (t->ring == NULL || ioctl(t->sock, FIONREAD, &avail) != 0 || avail < 0)
+            return 0;
+        *(uint64_t *)ptr = t->sock_read_off + (uint64_t)avail;
+        return 1;
+    }
     case UTLS_BIO_CTRL_TAKE_WAKEUP: {
         int w = t->woke;
 
@@ -614,6 +736,8 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
     }
     case UTLS_BIO_CTRL_GET_CAPTURE_FD:
         return t->ring != NULL ? t->pfd : -1;
+    case UTLS_BIO_CTRL_EVLOOP_READY:
+        return t->ring != NULL ? tap_evloop_ready(t, ptr) : 0;
     case UTLS_BIO_CTRL_GET_SIGNALS:
         if (t->ring == NULL)
             return 0;
@@ -660,6 +784,7 @@ BIO *utls_tap_wrap(BIO *sock, uint64_t read_off)
         return NULL;
     }
     BIO_push(tap, sock);
+    (void)utls_evloop_register(fd, tap);
     return tap;
 }
 
