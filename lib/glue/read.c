@@ -125,7 +125,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     }
     r = &c->ready.rec[0];
-    if (!peek && inorder_goes_first(s, c, r)) {
+    if (inorder_goes_first(s, c, r)) {
         evloop_note_read(s, c, 1); /* a record is delivered, in order */
         return UTLS_HOOK_PASS;
     }
