@@ -2,7 +2,7 @@
 # check-abi.sh FORK SYSTEM UTLS_MAP — the fork must be a drop-in libssl.so.3:
 #  * SONAME libssl.so.3, like the system library;
 #  * the symbols it defines at version OPENSSL_3.0.0 are exactly the system's;
-#  * every other symbol it exports is under UTLS_0.1 and listed in UTLS_MAP,
+#  * every other symbol it exports is under the UTLS_* node UTLS_MAP lists it in,
 #    and everything UTLS_MAP lists is exported.
 # Exit 0 when all hold; 1 with the differences printed otherwise.
 set -euo pipefail
@@ -26,8 +26,11 @@ awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/fork" >"$tmp/fork.3"
 awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/sys" >"$tmp/sys.3"
 awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/fork" >"$tmp/fork.other"
 awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/sys" >"$tmp/sys.other"
-sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);$/\1 UTLS_0.1/p' "$map" | sort -u >"$tmp/map"
-echo "UTLS_0.1 UTLS_0.1" >>"$tmp/map"
+# "NAME NODE" for every symbol the map lists, under the node it is listed in
+# (UTLS_0.1, UTLS_0.2, ...), and "NODE NODE" for each node.
+awk '/^[[:space:]]*UTLS_[0-9.]+[[:space:]]*\{/ { node = $1; sub(/\{.*/, "", node); print node, node; next }
+     node != "" && /^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;[[:space:]]*$/ { n = $1; sub(/;.*/, "", n); print n, node }' \
+    "$map" | sort -u >"$tmp/map"
 sort -u -o "$tmp/map" "$tmp/map"
 
 fail=0
@@ -43,12 +46,12 @@ comm -13 "$tmp/fork.3" "$tmp/sys.3" >"$tmp/missing"
 comm -23 "$tmp/fork.3" "$tmp/sys.3" >"$tmp/extra"
 [ -s "$tmp/missing" ] && report "missing from the fork at OPENSSL_3.0.0:" "$tmp/missing"
 [ -s "$tmp/extra" ] && report "added by the fork at OPENSSL_3.0.0 (new API belongs in UTLS_0.1):" "$tmp/extra"
-echo "uTLS symbols (UTLS_0.1): $(wc -l <"$tmp/fork.other") exported, $(wc -l <"$tmp/map") in $(basename "$map") with the node"
+echo "uTLS symbols (UTLS_* nodes): $(wc -l <"$tmp/fork.other") exported, $(wc -l <"$tmp/map") in $(basename "$map") with the node"
 comm -23 "$tmp/fork.other" "$tmp/map" >"$tmp/unlisted"
 comm -13 "$tmp/fork.other" "$tmp/map" >"$tmp/unexported"
 [ -s "$tmp/unlisted" ] && report "exported by the fork outside OPENSSL_3.0.0 but not in the map:" "$tmp/unlisted"
 [ -s "$tmp/unexported" ] && report "listed in the map but not exported:" "$tmp/unexported"
 if [ $fail = 0 ]; then
-    echo "ABI: OK: the OPENSSL_3.0.0 node is identical; only UTLS_0.1 is added"
+    echo "ABI: OK: the OPENSSL_3.0.0 node is identical; only the UTLS_* nodes are added"
 fi
 exit $fail
