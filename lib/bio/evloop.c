@@ -12,7 +12,11 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
@@ -21,6 +25,7 @@
 
 #include "common/utls_common.h"
 #include "bio/utls_bio.h"
+#include "bio/tap_local.h"
 
 /*
  * The highest descriptor number the registry indexes. Bounds the registry's
@@ -176,4 +181,16 @@ int UTLS_evloop_ready(SSL *ssl)
     BIO *b = ssl != NULL ? SSL_get_rbio(ssl) : NULL;
 
     return b != NULL && BIO_ctrl(b, UTLS_BIO_CTRL_EVLOOP_READY, 0, NULL) == 1;
+}
+
+int utls_tap_poll(struct pollfd *p, unsigned long n, int timeout_ms)
+{
+    struct timespec ts, *tsp = NULL;
+
+    if (timeout_ms >= 0) {
+        ts.tv_sec = timeout_ms / 1000;
+        ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+        tsp = &ts;
+    }
+    return (int)syscall(SYS_ppoll, p, (nfds_t)n, tsp, NULL, (size_t)8);
 }

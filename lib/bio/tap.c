@@ -28,7 +28,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <openssl/bio.h>
@@ -374,16 +373,6 @@ typedef struct {
     uint64_t wakeups; /* readiness reports for fragments alone */
 } tap_ctx;
 
-/*
- * After this many readiness reports in a row for captured fragments that
- * completed no record (spurious wake-ups), fragments alone stop making the
- * connection ready until an early record is delivered or the socket's
- * in-order stream moves. Attack bounded: segments injected past a hole
- * (headers that never verify) wake an event loop at most this many times per
- * genuine in-order read; the records then come in order as with stock TLS.
- */
-#define UTLS_EVLOOP_MAX_SPURIOUS_RUN 16
-
 static void tap_lock_w(tap_ctx *t)
 {
     if (t->lock != NULL)
@@ -396,22 +385,6 @@ static void tap_unlock(tap_ctx *t)
         (void)CRYPTO_THREAD_unlock(t->lock);
 }
 
-/*
- * tap_poll is poll() through the system call itself: a companion library
- * that interposes poll() for event loops (docs/evloop.md) must not see the
- * tap's own wait on its socket and ring.
- */
-static int tap_poll(struct pollfd *p, nfds_t n, int timeout_ms)
-{
-    struct timespec ts, *tsp = NULL;
-
-    if (timeout_ms >= 0) {
-        ts.tv_sec = timeout_ms / 1000;
-        ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
-        tsp = &ts;
-    }
-    return (int)syscall(SYS_ppoll, p, n, tsp, NULL, (size_t)8);
-}
 
 static int tap_type = -1;
 
@@ -625,7 +598,7 @@ static int tap_read(BIO *b, char *out, int outl)
 
                     wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999999u) / 1000000u);
                 }
-                n = tap_poll(p, 2, wait_ms);
+                n = utls_tap_poll(p, 2, wait_ms);
                 if (n < 0) {
                     if (errno == EINTR)
                         continue;
