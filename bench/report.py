@@ -62,6 +62,12 @@ ROWS = [
      ["sched.p99_ms", "stock.p99_ms", "base_ms"], "f1", "scheduler ≤ 1.5 × base + 1 MSS"),
     ("streams.json", "p95 (ms): uTLS sub-streams / TLS",
      ["utls_streams.p95_ms", "tls.p95_ms"], "f1", "well below"),
+    ("tunnel.json", "tunnel, VoIP share later than base + 100 ms: TLS / uTLS / oracle",
+     ["modes.tls.voip.delayed_gt_base_plus_100ms", "modes.utls.voip.delayed_gt_base_plus_100ms",
+      "oracle.delayed_gt_base_plus_100ms"], "f3", "uTLS ≤ 0.5 × TLS, within 0.005 of the oracle"),
+    ("tunnel.json", "tunnel, inner TCP goodput uTLS / TLS; without the IP policy; socat preloaded / stock",
+     ["ratios.bulk_goodput_utls_over_tls", "ratios.bulk_goodput_utls_nopolicy_over_tls",
+      "ratios.bulk_goodput_socat_preload_over_socat_tls"], "f3", "≥ 0.95 / — / ≥ 0.95"),
 ]
 
 

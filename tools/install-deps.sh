@@ -14,6 +14,7 @@ packages=(
     tcpdump tshark wireshark-dev libwireshark-dev
     iproute2 nftables iptables ethtool libnetfilter-queue-dev  # testbed (no netem here)
     python3-matplotlib
+    socat                                 # bench/tunnel: an unmodified TUN-over-TLS tunnel
 )
 
 missing=()

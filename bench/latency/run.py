@@ -50,7 +50,7 @@ MODES = BASE_MODES + QUIC_MODES
 # Unmodified event-loop receivers (issue 19, docs/evloop.md): programs linked
 # with the system libssl that wait in epoll_wait / poll / asyncio before
 # SSL_read, run with the fork and the companion library libutls-evloop.so
-# preloaded and UTLS_MODE=unordered,tap; the sender is stock TLS. None of
+# preloaded and UTLS_MODE=unordered,tap,port=PORT; the sender is stock TLS. None of
 # them includes utls.h. Measured in the headline run beside the others.
 EVLOOP_MODES = ("evloop_epoll", "evloop_poll", "evloop_asyncio")
 HEADLINE_MODES = BASE_MODES + EVLOOP_MODES + QUIC_MODES
@@ -357,7 +357,7 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     idle = ["--idle-ms", str(int(max(3000, 4 * rtt)))]
     if mode in EVLOOP_MODES:
         # An unmodified program: only the environment brings uTLS in.
-        env.update(LD_PRELOAD=setup.evloop_preload, UTLS_MODE="unordered,tap")
+        env.update(LD_PRELOAD=setup.evloop_preload, UTLS_MODE="unordered,tap,port=%d" % PORT)
         if mode == "evloop_asyncio":
             prog = ["/usr/bin/python3", setup.evloop_py]
         else:

@@ -4,7 +4,7 @@
 It accepts one connection, reads one message per recv() and prints each
 message's sequence number in the order it arrives, until the peer closes.
 It knows nothing about uTLS. Run unchanged with the fork preloaded and
-UTLS_MODE=unordered,tap, a message whose TLS record arrived complete after a
+UTLS_MODE=unordered,tap,port=4433, a message whose TLS record arrived complete after a
 lost TCP segment is returned before the lost one is retransmitted, so the
 numbers can come out of order (see README.md).
 

@@ -82,19 +82,21 @@ const BIO_METHOD *UTLS_BIO_f_utcp(void);
  * The tap: out-of-order fragments from a stock Linux kernel
  * =========================================================
  *
- * No stock kernel offers uTCP. The tap gets the same information from an
- * AF_PACKET socket (TPACKET_V3 ring, a BPF filter on the connection's
- * 4-tuple), which sees every TCP segment as it arrives, before TCP's
- * reordering queue. The kernel's TCP connection goes on doing everything else
+ * No stock kernel offers uTCP. The tap gets the same information from the
+ * process-wide tap (<openssl/utls_tap.h>: one AF_PACKET TPACKET_V3 ring per
+ * process, a filter on the tapped local ports, a table by 4-tuple), which
+ * sees every TCP segment as it arrives, before TCP's reordering queue. The kernel's TCP connection goes on doing everything else
  * (ACKs, SACK, retransmission, flow control) and its in-order byte stream stays
  * the authority: the tap BIO reads the socket for in-order bytes and reports
  * the segments it captured as fragments. A segment's stream offset is its
- * sequence number minus the ISN seen in the SYN, minus 1, so the tap must be
- * in place before the connection is set up: for accepted connections a
- * listener tap watches SYNs to the listening port; for connecting sockets
- * UTLS_tap_connect() opens the tap and then connects.
+ * sequence number minus the peer's ISN, minus 1; the ISN is read from what
+ * the local kernel sent (its SYN-ACK's or ACK's acknowledgement number), so
+ * the tap must be in place before the connection is set up: for accepted
+ * connections a listener tap watches the listening port's handshakes; for
+ * connecting sockets UTLS_tap_connect() watches the handshake it makes.
  *
- * The tap needs CAP_NET_RAW. Without it the calls below fail with
+ * The tap needs CAP_NET_RAW when it is opened (UTLS_tap_open), not
+ * afterwards. Without it the calls below fail with
  * UTLS_R_TAP_PERMISSION and the connection simply works in order. IPv4 and
  * IPv6. Segments are seen before TCP checks them, so an attacker on the path
  * can inject anything: everything is authenticated before delivery, and the

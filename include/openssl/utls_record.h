@@ -63,10 +63,11 @@ extern "C" {
 
 /*
  * Every bit uTLS takes in SSL_set_mode()'s space: SSL_MODE_UTLS_UNORDERED,
- * SSL_MODE_UTLS_UNORDERED_PARTIAL and SSL_MODE_UTLS_NEGOTIATE (tests/abi
- * checks that it is their union).
+ * SSL_MODE_UTLS_UNORDERED_PARTIAL, SSL_MODE_UTLS_NEGOTIATE
+ * (<openssl/utls_ern.h>) and SSL_MODE_UTLS_IP_TUNNEL (<openssl/utls_tunnel.h>);
+ * tests/abi checks that it is their union.
  */
-# define SSL_MODE_UTLS_ALL 0x00001a00U
+# define SSL_MODE_UTLS_ALL 0x00003a00U
 
 /* UTLS_RECORD_INFO describes one delivered record. */
 typedef struct utls_record_info_st {
@@ -114,10 +115,13 @@ typedef enum {
     UTLS_FALLBACK_NO_FRAGMENTS,   /* the read BIO reports no fragments (an
                                    * ordinary BIO: nothing to do, no hole) */
     UTLS_FALLBACK_RESOURCES,      /* allocation failure: in order only */
-    UTLS_FALLBACK_BYTE_STREAM     /* the mode came from UTLS_MODE/UTLSMode, not
+    UTLS_FALLBACK_BYTE_STREAM,    /* the mode came from UTLS_MODE/UTLSMode, not
                                    * the program, and the negotiated ALPN is a
                                    * byte-stream protocol (http/1.1, h2, ...):
                                    * its records are not messages */
+    UTLS_FALLBACK_OUT_OF_SCOPE    /* the mode came from UTLS_MODE/UTLSMode and
+                                   * the connection matches none of its scope
+                                   * words (port=, alpn=, sni=): docs/unordered.md */
 } UTLS_FALLBACK;
 
 /* UTLS_STATS counts one connection's out-of-order work (receive side). */

@@ -1,15 +1,16 @@
 /*
- * The tap: uTCP's fragments from a stock Linux kernel.
+ * The tap BIO: uTCP's fragments from a stock Linux kernel.
  *
- * An AF_PACKET socket with a TPACKET_V3 ring and a BPF filter on one TCP
- * connection's 4-tuple sees each segment as it reaches the host, before TCP's
- * reordering queue. The tap BIO is a filter over the connection's socket BIO:
- * in-order bytes still come from the socket (the kernel's TCP stays the
- * authority and does ACKs, SACK, retransmission and flow control), and the
- * captured segments go into a segment store that reports those past a hole as
- * fragments. A segment's stream offset is its sequence number minus the peer's
- * ISN minus 1; the ISN comes from the SYN (listener taps) or the SYN-ACK
- * (UTLS_tap_connect) and is kept in a small process-wide registry.
+ * The process-wide tap (tap_hub.c) captures each segment as it reaches the
+ * host, before TCP's reordering queue, and gives it to its connection by
+ * 4-tuple. The tap BIO is a filter over the connection's socket BIO: in-order
+ * bytes still come from the socket (the kernel's TCP stays the authority and
+ * does ACKs, SACK, retransmission and flow control), and the segments the hub
+ * handed to this connection go into its own segment store, which reports
+ * those past a hole as fragments. A segment's stream offset is its sequence
+ * number minus the peer's ISN minus 1; the hub reads the ISN from what the
+ * local kernel sent (the SYN-ACK of a listener, the ACK of a connecting
+ * socket).
  *
  * Everything captured is untrusted: packets are seen before TCP checks them.
  * Parsing is bounds-checked, and nothing captured is ever delivered without
@@ -18,17 +19,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/if_ether.h>
-#include <linux/if_packet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -36,81 +32,15 @@
 #include "bio/utls_bio.h"
 #include "bio/tap_local.h"
 
-typedef struct {
-    tap_key key;
-    uint32_t isn; /* the peer's initial sequence number */
-    int used;
-} isn_entry;
-
-static CRYPTO_ONCE tap_once = CRYPTO_ONCE_STATIC_INIT;
-
-static CRYPTO_RWLOCK *tap_lock = NULL;
-
-static isn_entry isn_table[UTLS_TAP_MAX_ISNS];
-
-static size_t isn_next = 0;
-
-static UTLS_TAP_LISTENER *listeners = NULL;
+/* How long a blocking read waits on the shared descriptor before it looks at
+ * its own inbox again, when other connections share the tap: another thread
+ * may have drained this connection's segments between the look and the
+ * wait. */
+#define TAP_SHARED_WAIT_MS 5
 
 struct utls_tap_listener_st {
-    int pfd;
-    UTLS_TAP_LISTENER *next;
+    uint16_t port;
 };
-
-static void tap_init(void)
-{
-    tap_lock = CRYPTO_THREAD_lock_new();
-}
-
-static int tap_ready(void)
-{
-    return CRYPTO_THREAD_run_once(&tap_once, tap_init) && tap_lock != NULL;
-}
-
-static int key_equal(const tap_key *a, const tap_key *b)
-{
-    size_t alen = a->family == AF_INET ? 4 : 16;
-
-    return a->family == b->family && a->lport == b->lport && a->pport == b->pport
-        && memcmp(a->local, b->local, alen) == 0 && memcmp(a->peer, b->peer, alen) == 0;
-}
-
-static void isn_put(const tap_key *k, uint32_t isn)
-{
-    size_t i;
-
-    if (!CRYPTO_THREAD_write_lock(tap_lock))
-        return;
-    for (i = 0; i < UTLS_TAP_MAX_ISNS; i++) {
-        if (isn_table[i].used && key_equal(&isn_table[i].key, k)) {
-            isn_table[i].isn = isn; /* a new connection on the same 4-tuple */
-            CRYPTO_THREAD_unlock(tap_lock);
-            return;
-        }
-    }
-    isn_table[isn_next].key = *k;
-    isn_table[isn_next].isn = isn;
-    isn_table[isn_next].used = 1;
-    isn_next = (isn_next + 1) % UTLS_TAP_MAX_ISNS;
-    CRYPTO_THREAD_unlock(tap_lock);
-}
-
-static int isn_get(const tap_key *k, uint32_t *out_isn)
-{
-    size_t i;
-    int found = 0;
-
-    if (!CRYPTO_THREAD_read_lock(tap_lock))
-        return 0;
-    for (i = 0; i < UTLS_TAP_MAX_ISNS && !found; i++) {
-        if (isn_table[i].used && key_equal(&isn_table[i].key, k)) {
-            *out_isn = isn_table[i].isn;
-            found = 1;
-        }
-    }
-    CRYPTO_THREAD_unlock(tap_lock);
-    return found;
-}
 
 /* key_of_socket fills |k| from a connected TCP socket. */
 static int key_of_socket(int fd, tap_key *k)
@@ -143,138 +73,63 @@ static int key_of_socket(int fd, tap_key *k)
     return 1;
 }
 
-/* --- Listener taps -------------------------------------------------------- */
-
-/* drain_syns records the ISN of every SYN waiting on |pfd|. */
-static void drain_syns(int pfd)
-{
-    unsigned char buf[256];
-    tap_segment seg;
-    ssize_t n;
-
-    /* A SYN carries no payload (no TCP Fast Open here): its headers fit. */
-    while ((n = recv(pfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-        if (utls_tap_parse_segment(buf, (size_t)n, &seg) && (seg.flags & TCP_FLAG_SYN) != 0)
-            isn_put(&seg.key, seg.seq);
-    }
-}
-
-UTLS_TAP_LISTENER *UTLS_tap_listen(int listen_fd)
+/* local_port returns the port |fd| is bound to (host order), or 0. */
+static uint16_t local_port(int fd)
 {
     struct sockaddr_storage a;
     socklen_t al = sizeof(a);
-    UTLS_TAP_LISTENER *l;
-    tap_key k;
 
-    if (!tap_ready())
-        return NULL;
-    memset(&k, 0, sizeof(k));
-    if (getsockname(listen_fd, (struct sockaddr *)&a, &al) != 0) {
-        utls_raise(UTLS_R_TAP_SYSCALL, "getsockname: %s", strerror(errno));
+    if (getsockname(fd, (struct sockaddr *)&a, &al) != 0)
+        return 0;
+    if (a.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&a)->sin_port);
+    if (a.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+    return 0;
+}
+
+/* --- Listeners and connecting sockets -------------------------------------- */
+
+UTLS_TAP_LISTENER *UTLS_tap_listen(int listen_fd)
+{
+    UTLS_TAP_LISTENER *l;
+    uint16_t port = local_port(listen_fd);
+
+    if (port == 0) {
+        utls_raise(UTLS_R_TAP_SYSCALL, "fd %d is not a bound TCP/IP socket", listen_fd);
         return NULL;
     }
-    k.family = a.ss_family;
-    if (k.family == AF_INET)
-        k.lport = ntohs(((struct sockaddr_in *)&a)->sin_port);
-    else if (k.family == AF_INET6)
-        k.lport = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
-    else {
-        utls_raise(UTLS_R_TAP_SYSCALL, "not an IP socket");
+    if (!utls_tap_hub_open())
         return NULL;
-    }
     if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
         return NULL;
-    /* A SYN without ACK to the listening port, from anyone. */
-    if ((l->pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN, NULL))
-        < 0) {
+    /* Our kernel's SYN-ACKs from the port, and what arrives to it. */
+    if (!utls_tap_hub_listen(port, 1)) {
         OPENSSL_free(l);
         return NULL;
     }
-    if (CRYPTO_THREAD_write_lock(tap_lock)) {
-        l->next = listeners;
-        listeners = l;
-        CRYPTO_THREAD_unlock(tap_lock);
-    }
+    l->port = port;
     return l;
 }
 
 void UTLS_tap_listener_free(UTLS_TAP_LISTENER *l)
 {
-    UTLS_TAP_LISTENER **p;
-
     if (l == NULL)
         return;
-    if (CRYPTO_THREAD_write_lock(tap_lock)) {
-        for (p = &listeners; *p != NULL; p = &(*p)->next) {
-            if (*p == l) {
-                *p = l->next;
-                break;
-            }
-        }
-        CRYPTO_THREAD_unlock(tap_lock);
-    }
-    close(l->pfd);
+    (void)utls_tap_hub_listen(l->port, 0);
     OPENSSL_free(l);
 }
 
 /*
- * utls_tap_start_syn_watch opens, once per process, a tap that records the ISN
- * of every SYN and SYN-ACK arriving in this network namespace (IPv4 and IPv6,
- * any port), so that connections set up afterwards by a program that knows
- * nothing of uTLS can get a tap through SSL_set_fd. Returns 1 if it runs.
+ * utls_tap_start_syn_watch opens the process-wide tap, if it is not open,
+ * and has it watch the handshakes of every port in this network namespace
+ * (IPv4 and IPv6), so that connections set up afterwards by a program that
+ * knows nothing of uTLS can get a tap through SSL_set_fd. Returns 1 if it
+ * runs.
  */
 int utls_tap_start_syn_watch(void)
 {
-    static UTLS_TAP_LISTENER *watch = NULL;
-    UTLS_TAP_LISTENER *l;
-    tap_key any;
-
-    if (!tap_ready() || !CRYPTO_THREAD_write_lock(tap_lock))
-        return 0;
-    l = watch;
-    CRYPTO_THREAD_unlock(tap_lock);
-    if (l != NULL)
-        return 1;
-    memset(&any, 0, sizeof(any)); /* family 0, port 0: everything */
-    if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
-        return 0;
-    if ((l->pfd = utls_tap_open_socket(&any, 0, TCP_FLAG_SYN, TCP_FLAG_SYN, NULL)) < 0) {
-        OPENSSL_free(l);
-        return 0;
-    }
-    if (!CRYPTO_THREAD_write_lock(tap_lock)) {
-        close(l->pfd);
-        OPENSSL_free(l);
-        return 0;
-    }
-    if (watch == NULL) {
-        watch = l;
-        l->next = listeners;
-        listeners = l;
-        l = NULL;
-    }
-    CRYPTO_THREAD_unlock(tap_lock);
-    if (l != NULL) { /* another thread won */
-        close(l->pfd);
-        OPENSSL_free(l);
-    }
-    return 1;
-}
-
-/* drain_listeners records the SYNs every listener tap has seen so far. */
-static void drain_listeners(void)
-{
-    UTLS_TAP_LISTENER *l;
-    int fds[64];
-    size_t n = 0, i;
-
-    if (!CRYPTO_THREAD_read_lock(tap_lock))
-        return;
-    for (l = listeners; l != NULL && n < 64; l = l->next)
-        fds[n++] = l->pfd;
-    CRYPTO_THREAD_unlock(tap_lock);
-    for (i = 0; i < n; i++)
-        drain_syns(fds[i]);
+    return utls_tap_hub_open() && utls_tap_hub_set_watch();
 }
 
 int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
@@ -282,40 +137,32 @@ int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
     struct sockaddr_storage l;
     socklen_t ll = sizeof(l);
     const struct sockaddr *sa = addr;
-    tap_key k;
-    int pfd = -1, r;
+    uint16_t port;
+    int tapped, r;
 
-    if (!tap_ready())
-        return 0;
-    memset(&k, 0, sizeof(k));
     if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0)
         return 0;
-    k.family = l.ss_family;
-    if (k.family == AF_INET && ((struct sockaddr_in *)&l)->sin_port == 0) {
+    if (l.ss_family == AF_INET && ((struct sockaddr_in *)&l)->sin_port == 0) {
         struct sockaddr_in any = {.sin_family = AF_INET};
 
         if (bind(fd, (struct sockaddr *)&any, sizeof(any)) != 0)
             return 0;
-    } else if (k.family == AF_INET6 && ((struct sockaddr_in6 *)&l)->sin6_port == 0) {
+    } else if (l.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&l)->sin6_port == 0) {
         struct sockaddr_in6 any = {.sin6_family = AF_INET6};
 
         if (bind(fd, (struct sockaddr *)&any, sizeof(any)) != 0)
             return 0;
     }
-    ll = sizeof(l);
-    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0)
-        return 0;
-    k.lport = ntohs(k.family == AF_INET ? ((struct sockaddr_in *)&l)->sin_port
-                                        : ((struct sockaddr_in6 *)&l)->sin6_port);
+    port = local_port(fd);
     /*
-     * The SYN-ACK to our port carries the peer's ISN. Without the tap (no
-     * CAP_NET_RAW) the connection is still made and runs in order: that is a
-     * success, so the tap's error does not stay on the queue (UTLS_BIO_new_tap
-     * reports it when the tap is asked for).
+     * Every segment our kernel sends from the port during the handshake:
+     * the ACK that completes it carries the peer's ISN + 1. Without the tap
+     * (no CAP_NET_RAW) the connection is still made and runs in order: that
+     * is a success, so the tap's error does not stay on the queue
+     * (UTLS_BIO_new_tap reports it when the tap is asked for).
      */
     ERR_set_mark();
-    pfd = utls_tap_open_socket(&k, 0, TCP_FLAG_SYN | TCP_FLAG_ACK, TCP_FLAG_SYN | TCP_FLAG_ACK,
-                               NULL);
+    tapped = port != 0 && utls_tap_hub_open() && utls_tap_hub_handshake(port, 1);
     ERR_pop_to_mark();
     r = connect(fd, sa, addrlen);
     if (r != 0 && errno == EINPROGRESS) {
@@ -333,45 +180,39 @@ int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
             r = 0;
         }
     }
-    if (pfd >= 0) {
+    if (tapped) {
         tap_key conn;
-        unsigned char buf[256];
-        tap_segment seg;
-        ssize_t n;
+        int saved = errno;
 
-        if (r == 0 && key_of_socket(fd, &conn)) {
-            while ((n = recv(pfd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-                if (utls_tap_parse_segment(buf, (size_t)n, &seg) && key_equal(&seg.key, &conn))
-                    isn_put(&conn, seg.seq);
-            }
-        }
-        close(pfd);
+        if (r == 0 && key_of_socket(fd, &conn))
+            (void)utls_tap_hub_wait_isn(&conn, UTLS_TAP_ISN_WAIT_MS);
+        ERR_set_mark();
+        (void)utls_tap_hub_handshake(port, 0);
+        ERR_pop_to_mark();
+        errno = saved;
     }
     return r == 0;
 }
 
 /* --- The tap BIO ------------------------------------------------------------ */
 
-typedef struct {
+struct tap_ctx_st {
     int sock;                 /* the TCP socket (owned by the next BIO) */
-    int pfd;
-    unsigned char *ring;
-    unsigned int cur_block;
+    void *att;                /* the hub's flow, NULL when not capturing */
+    uint64_t gen;             /* the hub's generation at attach */
     uint32_t stream_seq0;     /* sequence number of stream offset 0: ISN + 1 */
-    tap_key key;
     utls_segstore *cap;       /* captured bytes: fragments past a hole */
     uint64_t sock_read_off;   /* stream offset of the next byte from the socket */
-    int64_t real_to_mono_ns;  /* kernel timestamps are CLOCK_REALTIME */
     int woke;
-    utls_bio_signals sig; /* always "maybe": the ring is checked in memory */
+    utls_bio_signals sig; /* always "maybe": the hub is checked in memory */
     UTLS_TAP_STATS stats;
-    /* Event-loop readiness: a poller thread drains the ring and tests the
-     * store while another thread may be in SSL_read. |lock| serialises
-     * every use of the ring and of |cap| (never held across a wait). */
+    /* Event-loop readiness (lib/bio/evloop.c): a poller thread drains the hub
+     * and tests the store while another thread may be in SSL_read. |lock|
+     * serialises every use of |cap| (never held across a wait). */
     CRYPTO_RWLOCK *lock;
     uint64_t token;   /* pushes that added fragment events */
     uint64_t wakeups; /* readiness reports for fragments alone */
-} tap_ctx;
+};
 
 static void tap_lock_w(tap_ctx *t)
 {
@@ -385,52 +226,37 @@ static void tap_unlock(tap_ctx *t)
         (void)CRYPTO_THREAD_unlock(t->lock);
 }
 
-
 static int tap_type = -1;
 
 static void tap_ctx_free(tap_ctx *t)
 {
     if (t == NULL)
         return;
-    if (t->ring != NULL)
-        munmap(t->ring, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR);
-    if (t->pfd >= 0)
-        close(t->pfd);
+    utls_tap_hub_detach(t->att, t->gen);
     utls_segstore_free(t->cap);
     CRYPTO_THREAD_lock_free(t->lock);
     OPENSSL_free(t);
 }
 
-static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
+static void tap_process(tap_ctx *t, const tap_pkt *p)
 {
-    const unsigned char *p = (const unsigned char *)h + h->tp_net;
-    tap_segment seg;
-    uint64_t end, off, ts;
+    uint64_t end, off;
     size_t nev;
     int32_t d;
 
     t->stats.packets++;
-    if (h->tp_snaplen < h->tp_net - h->tp_mac
-        || !utls_tap_parse_segment(p, h->tp_snaplen - (h->tp_net - h->tp_mac), &seg)
-        || !key_equal(&seg.key, &t->key)) {
-        t->stats.malformed++;
-        return;
-    }
-    if (seg.payload_len == 0)
-        return;
     /* Widen the 32-bit offset around the captured in-order end (RFC 1982). */
     end = utls_segstore_inorder_end(t->cap);
-    d = (int32_t)((seg.seq - t->stream_seq0) - (uint32_t)end);
+    d = (int32_t)((p->seq - t->stream_seq0) - (uint32_t)end);
     if (d < 0 && (uint64_t)(-(int64_t)d) > end)
         return;
     off = end + (int64_t)d;
-    ts = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec + (uint64_t)t->real_to_mono_ns;
-    t->stats.payload_bytes += seg.payload_len;
-    if (ts > t->stats.last_byte_ns)
-        t->stats.last_byte_ns = ts;
+    t->stats.payload_bytes += p->len;
+    if (p->arrival_ns > t->stats.last_byte_ns)
+        t->stats.last_byte_ns = p->arrival_ns;
     ERR_set_mark();
     nev = utls_segstore_num_events(t->cap);
-    if (!utls_segstore_push(t->cap, off, seg.payload, seg.payload_len, ts))
+    if (!utls_segstore_push(t->cap, off, p->data, p->len, p->arrival_ns))
         ERR_pop_to_mark(); /* outside the window: like TCP, ignore it */
     else
         ERR_clear_last_mark();
@@ -438,27 +264,15 @@ static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
         t->token++;
 }
 
-/* tap_drain processes every block the kernel has handed over. No syscall. */
+/* tap_drain moves what the hub holds for this connection into its store. */
 static void tap_drain(tap_ctx *t)
 {
-    for (;;) {
-        struct tpacket_block_desc *b =
-            (void *)(t->ring + (size_t)t->cur_block * UTLS_TAP_BLOCK_SIZE);
-        const unsigned char *pkt;
-        uint32_t i, n;
+    tap_pkt *p, *n;
 
-        if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0)
-            return;
-        n = b->hdr.bh1.num_pkts;
-        pkt = (const unsigned char *)b + b->hdr.bh1.offset_to_first_pkt;
-        for (i = 0; i < n; i++) {
-            const struct tpacket3_hdr *h = (const void *)pkt;
-
-            tap_process(t, h);
-            pkt += h->tp_next_offset;
-        }
-        __atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-        t->cur_block = (t->cur_block + 1) % UTLS_TAP_BLOCK_NR;
+    for (p = utls_tap_hub_take(t->att, t->gen); p != NULL; p = n) {
+        n = p->next;
+        tap_process(t, p);
+        OPENSSL_free(p);
     }
 }
 
@@ -469,36 +283,21 @@ static void tap_drain(tap_ctx *t)
  */
 static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
 {
-    struct timespec rt, mt;
+    tap_key key;
     uint32_t isn;
-    void *ring = NULL;
 
-    if (!tap_ready())
-        return 0;
-    if (!key_of_socket(fd, &t->key)) {
+    if (!key_of_socket(fd, &key)) {
         utls_raise(UTLS_R_TAP_SYSCALL, "fd %d is not a connected TCP/IP socket", fd);
         return 0;
     }
-    drain_listeners();
-    if (!isn_get(&t->key, &isn)) {
-        utls_raise(UTLS_R_TAP_NO_ISN,
-                   "the SYN of this connection was not seen: listen with UTLS_tap_listen() "
-                   "or connect with UTLS_tap_connect()");
+    if (!utls_tap_hub_open() || (t->cap = utls_segstore_new()) == NULL)
         return 0;
-    }
-    if ((t->cap = utls_segstore_new()) == NULL)
+    if ((t->att = utls_tap_hub_attach(&key, t, fd, &t->gen, &isn)) == NULL)
         return 0;
-    t->pfd = utls_tap_open_socket(&t->key, 1, 0, 0, &ring);
-    if (t->pfd < 0)
-        return 0;
-    t->ring = ring;
     t->sock = fd;
     t->stream_seq0 = isn + 1;
     t->sock_read_off = read_off;
     utls_segstore_skip_inorder(t->cap, read_off);
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mt);
-    t->real_to_mono_ns = ((int64_t)mt.tv_sec - rt.tv_sec) * 1000000000 + (mt.tv_nsec - rt.tv_nsec);
     return 1;
 }
 
@@ -508,7 +307,6 @@ static int tap_new(BIO *b)
 
     if (t == NULL)
         return 0;
-    t->pfd = -1;
     t->sock = -1;
     t->sig.pending = 1;
     if ((t->lock = CRYPTO_THREAD_lock_new()) == NULL) {
@@ -527,7 +325,7 @@ static int tap_free(BIO *b)
     if (b == NULL)
         return 0;
     t = BIO_get_data(b);
-    if (t != NULL && t->ring != NULL)
+    if (t != NULL && t->att != NULL)
         utls_evloop_unregister(t->sock, b); /* no poller may reach it now */
     tap_ctx_free(t);
     BIO_set_data(b, NULL);
@@ -558,7 +356,7 @@ static int tap_read(BIO *b, char *out, int outl)
     BIO_clear_retry_flags(b);
     if (next == NULL)
         return -1;
-    if (t->ring != NULL) {
+    if (t->att != NULL) {
         tap_lock_w(t);
         tap_drain(t);
         tap_unlock(t);
@@ -577,8 +375,8 @@ static int tap_read(BIO *b, char *out, int outl)
 
             for (;;) {
                 struct pollfd p[2] = {{.fd = t->sock, .events = POLLIN},
-                                      {.fd = t->pfd, .events = POLLIN}};
-                int wait_ms = -1, n;
+                                      {.fd = utls_tap_hub_fd(), .events = POLLIN}};
+                int wait_ms = -1, n, timed = 0;
                 size_t nev;
 
                 tap_lock_w(t);
@@ -597,21 +395,24 @@ static int tap_read(BIO *b, char *out, int outl)
                     uint64_t now = utls_now_ns();
 
                     wait_ms = now >= deadline ? 0 : (int)((deadline - now + 999999u) / 1000000u);
+                    timed = 1;
                 }
-                n = utls_tap_poll(p, 2, wait_ms);
+                if (utls_tap_hub_num_attached() > 1
+                    && (wait_ms < 0 || wait_ms > TAP_SHARED_WAIT_MS))
+                    wait_ms = TAP_SHARED_WAIT_MS;
+                n = utls_tap_poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
                 if (n < 0) {
                     if (errno == EINTR)
                         continue;
                     break;
                 }
-                if (n == 0) {
+                if (n == 0 && timed && utls_now_ns() >= deadline) {
                     errno = EAGAIN;
                     BIO_set_retry_read(b);
                     return -1;
                 }
                 tap_lock_w(t);
-                if (p[1].revents != 0)
-                    tap_drain(t);
+                tap_drain(t);
                 nev = utls_segstore_num_events(t->cap);
                 tap_unlock(t);
                 if (p[0].revents != 0 && nev == 0)
@@ -639,9 +440,9 @@ static int tap_read(BIO *b, char *out, int outl)
  * without its socket being readable? Yes when the SSL holds a record verified
  * past a hole, or when captured bytes past the hole wait to be looked at (a
  * cheap test: nothing is decrypted here; the read that follows verifies them,
- * and a read that finds nothing is a spurious wake-up, counted and bounded).
- * The ring is drained under the tap's lock, so a poller thread and a reader
- * thread never process the same block.
+ * and a read that finds nothing is a spurious wake-up, counted and bounded by
+ * UTLS_EVLOOP_MAX_SPURIOUS_RUN). Readiness is per connection even though the
+ * capture descriptor is shared; the store is used under the tap's lock.
  */
 static long tap_evloop_ready(tap_ctx *t, utls_evloop_state *out)
 {
@@ -675,7 +476,7 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
 
     switch (cmd) {
     case UTLS_BIO_CTRL_NEXT_FRAGMENT:
-        if (t->ring == NULL)
+        if (t->att == NULL)
             return 0;
         tap_lock_w(t);
         tap_drain(t);
@@ -687,7 +488,7 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
         t->stats.fragments++;
         return 1;
     case UTLS_BIO_CTRL_READ_OFFSET:
-        if (t->ring == NULL)
+        if (t->att == NULL)
             return 0;
         *(uint64_t *)ptr = t->sock_read_off;
         return 1;
@@ -696,11 +497,13 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
 
         /* The kernel's count, not the capture's: only bytes the socket will
          * really return count as in order. */
-        if (t->ring == NULL || ioctl(t->sock, FIONREAD, &avail) != 0 || avail < 0)
+        if (t->att == NULL || ioctl(t->sock, FIONREAD, &avail) != 0 || avail < 0)
             return 0;
         *(uint64_t *)ptr = t->sock_read_off + (uint64_t)avail;
         return 1;
     }
+    case UTLS_BIO_CTRL_EVLOOP_READY:
+        return t->att != NULL ? tap_evloop_ready(t, ptr) : 0;
     case UTLS_BIO_CTRL_TAKE_WAKEUP: {
         int w = t->woke;
 
@@ -708,11 +511,10 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
         return w;
     }
     case UTLS_BIO_CTRL_GET_CAPTURE_FD:
-        return t->ring != NULL ? t->pfd : -1;
-    case UTLS_BIO_CTRL_EVLOOP_READY:
-        return t->ring != NULL ? tap_evloop_ready(t, ptr) : 0;
+        /* One descriptor shared by every tapped connection of the process. */
+        return t->att != NULL ? utls_tap_hub_fd() : -1;
     case UTLS_BIO_CTRL_GET_SIGNALS:
-        if (t->ring == NULL)
+        if (t->att == NULL)
             return 0;
         *(const utls_bio_signals **)ptr = &t->sig;
         return 1;
@@ -778,15 +580,12 @@ BIO *UTLS_BIO_new_tap(int fd, int close_flag)
 int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats)
 {
     tap_ctx *t;
-    struct tpacket_stats_v3 st;
-    socklen_t sl = sizeof(st);
 
     if (b == NULL || out_stats == NULL || tap_type < 0 || BIO_method_type(b) != tap_type)
         return 0;
     t = BIO_get_data(b);
-    /* The kernel's counters reset on every read; accumulate them. */
-    if (t->pfd >= 0 && getsockopt(t->pfd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
-        t->stats.ring_drops += st.tp_drops;
+    /* Drops happen in the one ring every connection shares. */
+    t->stats.ring_drops = utls_tap_hub_ring_drops();
     *out_stats = t->stats;
     return 1;
 }

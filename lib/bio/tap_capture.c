@@ -1,8 +1,11 @@
 /*
- * The tap's capture socket: an AF_PACKET socket with a TPACKET_V3 ring and
- * a classic BPF filter on one connection's 4-tuple (or a listener's SYNs),
- * and the bounds-checked parser of what it captures. Everything captured is
- * untrusted.
+ * The tap's capture sockets: the data socket (an AF_PACKET socket with a
+ * TPACKET_V3 ring that sees incoming segments to the tapped local ports), the
+ * control socket (a plain AF_PACKET socket that sees the handshakes and
+ * teardowns the local kernel sends), their classic BPF filters, and the
+ * bounds-checked parser of what they capture. Everything captured is
+ * untrusted, except that a packet the kernel marks PACKET_OUTGOING was sent
+ * by this host.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,12 +15,9 @@
 #include <linux/if_packet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -35,11 +35,12 @@ static uint32_t get32(const unsigned char *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
-/* utls_tap_parse_segment reads an IPv4 or IPv6 TCP segment (network header first). */
-int utls_tap_parse_segment(const unsigned char *p, size_t len, tap_segment *out)
+int utls_tap_parse_segment(const unsigned char *p, size_t len, int outgoing, int headers_only,
+                           tap_segment *out)
 {
     size_t iphl, total, thl;
-    const unsigned char *t;
+    const unsigned char *t, *src, *dst;
+    size_t alen;
 
     memset(out, 0, sizeof(*out));
     if (len < 1)
@@ -49,215 +50,446 @@ int utls_tap_parse_segment(const unsigned char *p, size_t len, tap_segment *out)
         if (len < 20 || (iphl = (size_t)(p[0] & 0x0f) * 4) < 20 || p[9] != IPPROTO_TCP)
             return 0;
         total = get16(p + 2);
-        if (total < iphl || total > len || (get16(p + 6) & 0x3fff) != 0)
-            return 0; /* truncated, or an IP fragment */
+        if (total < iphl || (get16(p + 6) & 0x3fff) != 0)
+            return 0; /* an IP fragment */
         out->key.family = AF_INET;
-        memcpy(out->key.peer, p + 12, 4);
-        memcpy(out->key.local, p + 16, 4);
+        src = p + 12;
+        dst = p + 16;
+        alen = 4;
         break;
     case 6:
         iphl = 40;
         if (len < iphl || p[6] != IPPROTO_TCP)
             return 0; /* extension headers are not followed */
         total = iphl + get16(p + 4);
-        if (total > len)
-            return 0;
         out->key.family = AF_INET6;
-        memcpy(out->key.peer, p + 8, 16);
-        memcpy(out->key.local, p + 24, 16);
+        src = p + 8;
+        dst = p + 24;
+        alen = 16;
         break;
     default:
         return 0;
     }
-    t = p + iphl;
-    if (total - iphl < 20 || (thl = (size_t)(t[12] >> 4) * 4) < 20 || thl > total - iphl)
+    if (total > len) {
+        if (!headers_only)
+            return 0; /* truncated */
+    } else {
+        len = total;
+    }
+    if (len < iphl + 20)
         return 0;
-    out->key.pport = get16(t);
-    out->key.lport = get16(t + 2);
+    t = p + iphl;
+    if ((thl = (size_t)(t[12] >> 4) * 4) < 20 || thl > len - iphl || thl > total - iphl)
+        return 0;
+    memcpy(out->key.local, outgoing ? src : dst, alen);
+    memcpy(out->key.peer, outgoing ? dst : src, alen);
+    out->key.pport = get16(outgoing ? t + 2 : t);
+    out->key.lport = get16(outgoing ? t : t + 2);
     out->seq = get32(t + 4);
+    out->ack = get32(t + 8);
     out->flags = t[13];
-    out->payload = t + thl;
     out->payload_len = total - iphl - thl;
+    out->payload = total <= len ? t + thl : NULL;
+    out->ip = p;
+    out->ip_len = len;
     return 1;
 }
 
-/* --- BPF filters ---------------------------------------------------------- */
+/* ones_sum adds |len| bytes to the one's complement sum |s| (RFC 1071). */
+static uint32_t ones_sum(uint32_t s, const unsigned char *p, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i + 1 < len; i += 2)
+        s += get16(p + i);
+    if ((len & 1) != 0)
+        s += (uint32_t)p[len - 1] << 8;
+    return s;
+}
+
+int utls_tap_tcp_checksum_ok(const tap_segment *s)
+{
+    const unsigned char *p = s->ip;
+    size_t iphl, tcplen;
+    uint32_t sum;
+
+    if (p == NULL || s->payload == NULL)
+        return 0;
+    if (s->key.family == AF_INET) {
+        iphl = (size_t)(p[0] & 0x0f) * 4;
+        tcplen = get16(p + 2) - iphl;
+        sum = ones_sum(0, p + 12, 8); /* source and destination */
+    } else {
+        iphl = 40;
+        tcplen = get16(p + 4);
+        sum = ones_sum(0, p + 8, 32);
+        sum += (uint32_t)(tcplen >> 16);
+    }
+    if (iphl + tcplen > s->ip_len)
+        return 0;
+    sum += IPPROTO_TCP + (uint32_t)(tcplen & 0xffff);
+    sum = ones_sum(sum, p + iphl, tcplen);
+    while ((sum >> 16) != 0)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return sum == 0xffff;
+}
+
+/* --- A small classic BPF assembler ---------------------------------------- */
 
 /*
- * A classic BPF program over the network header (SOCK_DGRAM packet socket)
- * that accepts TCP segments to |k|'s local port (and, with |match_peer|, from
- * its peer address and port to its local address), with the TCP flags
- * (masked by |flag_mask|) equal to |flags|. IPv4 with any header length, and
- * IPv6 without extension headers. Checks are a chain that jumps to "reject".
+ * Programs are a few fixed checks and one or two binary searches over sorted
+ * ports. Conditional jumps reach 255 instructions at most, so a search
+ * emits, where its right half is farther, a BPF_JA (32-bit offset) to it.
+ * Labels are resolved when the program is finished.
  */
+#define BPF_MAX_INS 4096 /* BPF_MAXINSNS */
+
+#define BPF_MAX_LABELS 32
+
 typedef struct {
-    struct sock_filter ins[96];
+    struct sock_filter ins[BPF_MAX_INS];
     size_t n;
-    size_t reject_jumps[64];
-    size_t num_rj;
-} bpf_prog;
+    int overflow;
+    /* fixups: instruction, label, which field (0 jt, 1 jf, 2 ja) */
+    struct {
+        size_t at;
+        int label, field;
+    } fix[64];
+    size_t num_fix;
+    long label_at[BPF_MAX_LABELS];
+} bpf_asm;
 
-static void bpf_op(bpf_prog *b, uint16_t code, uint32_t k)
+enum { L_REJECT = 0, L_ACCEPT_RING, L_ACCEPT_CTL, L_V4, L_V6, L_TCP, L_OUT, L_OUT_ACK,
+       L_IN_SYNACK, L_NUM };
+
+static void asm_init(bpf_asm *a)
 {
-    b->ins[b->n++] = (struct sock_filter)BPF_STMT(code, k);
+    size_t i;
+
+    memset(a, 0, sizeof(*a));
+    for (i = 0; i < BPF_MAX_LABELS; i++)
+        a->label_at[i] = -1;
 }
 
-/* bpf_require: continue if A == k, else reject. */
-static void bpf_require(bpf_prog *b, uint32_t k)
+static size_t emit(bpf_asm *a, uint16_t code, uint32_t k, uint8_t jt, uint8_t jf)
 {
-    b->reject_jumps[b->num_rj++] = b->n;
-    b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 0);
+    if (a->n >= BPF_MAX_INS) {
+        a->overflow = 1;
+        return a->n - 1;
+    }
+    a->ins[a->n] = (struct sock_filter){code, jt, jf, k};
+    return a->n++;
 }
 
-static void bpf_tcp_checks(bpf_prog *b, const tap_key *k, int match_peer, uint8_t flag_mask,
-                           uint8_t flags)
+static void fix(bpf_asm *a, size_t at, int label, int field)
 {
-    /* X holds the offset of the TCP header. Port 0: any port. */
-    if (k->lport != 0) {
-        bpf_op(b, BPF_LD | BPF_H | BPF_IND, 2);
-        bpf_require(b, k->lport);
+    if (a->num_fix >= sizeof(a->fix) / sizeof(a->fix[0])) {
+        a->overflow = 1;
+        return;
     }
-    if (match_peer) {
-        bpf_op(b, BPF_LD | BPF_H | BPF_IND, 0);
-        bpf_require(b, k->pport);
-    }
-    bpf_op(b, BPF_LD | BPF_B | BPF_IND, 13);
-    bpf_op(b, BPF_ALU | BPF_AND | BPF_K, flag_mask);
-    bpf_require(b, flags);
-    bpf_op(b, BPF_RET | BPF_K, 0x40000); /* accept the whole packet */
+    a->fix[a->num_fix].at = at;
+    a->fix[a->num_fix].label = label;
+    a->fix[a->num_fix].field = field;
+    a->num_fix++;
 }
 
-static void bpf_build(bpf_prog *b, const tap_key *k, int match_peer, uint8_t flag_mask,
-                      uint8_t flags)
+static void label(bpf_asm *a, int l)
 {
-    size_t i, v6_start_jump;
+    a->label_at[l] = (long)a->n;
+}
 
-    memset(b, 0, sizeof(*b));
-    /* Version nibble: 4 or 6. */
-    bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 0);
-    bpf_op(b, BPF_ALU | BPF_RSH | BPF_K, 4);
-    v6_start_jump = b->n;
-    b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 0);
-    if (k->family == AF_INET6) {
-        /* An IPv6 connection: IPv4 packets are rejected. */
-        b->reject_jumps[b->num_rj++] = b->n;
-        b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
-    } else {
-        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 0);
-        bpf_op(b, BPF_ALU | BPF_RSH | BPF_K, 4);
-        bpf_require(b, 4);
-        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 9);
-        bpf_require(b, IPPROTO_TCP);
-        bpf_op(b, BPF_LD | BPF_H | BPF_ABS, 6);
-        bpf_op(b, BPF_ALU | BPF_AND | BPF_K, 0x3fff);
-        bpf_require(b, 0); /* no IP fragments */
-        if (match_peer) {
-            bpf_op(b, BPF_LD | BPF_W | BPF_ABS, 12);
-            bpf_require(b, get32(k->peer));
-            bpf_op(b, BPF_LD | BPF_W | BPF_ABS, 16);
-            bpf_require(b, get32(k->local));
-        }
-        bpf_op(b, BPF_LDX | BPF_B | BPF_MSH, 0); /* X = 4 * IHL */
-        bpf_tcp_checks(b, k, match_peer, flag_mask, flags);
-    }
-    /* IPv6 starts here. */
-    b->ins[v6_start_jump].jt = (uint8_t)(b->n - v6_start_jump - 1);
-    if (k->family == AF_INET) {
-        b->reject_jumps[b->num_rj++] = b->n;
-        b->ins[b->n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0);
-    } else {
-        bpf_op(b, BPF_LD | BPF_B | BPF_ABS, 6);
-        bpf_require(b, IPPROTO_TCP);
-        if (match_peer) {
-            for (i = 0; i < 4; i++) {
-                bpf_op(b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(8 + 4 * i));
-                bpf_require(b, get32(k->peer + 4 * i));
-                bpf_op(b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(24 + 4 * i));
-                bpf_require(b, get32(k->local + 4 * i));
-            }
-        }
-        bpf_op(b, BPF_LDX | BPF_IMM, 40);
-        bpf_tcp_checks(b, k, match_peer, flag_mask, flags);
-    }
-    /* reject */
-    for (i = 0; i < b->num_rj; i++) {
-        struct sock_filter *f = &b->ins[b->reject_jumps[i]];
-        uint8_t dist = (uint8_t)(b->n - b->reject_jumps[i] - 1);
+/* jeq_or: continue if A == k, else go to |l|. */
+static void jeq_or(bpf_asm *a, uint32_t k, int l)
+{
+    fix(a, emit(a, BPF_JMP | BPF_JEQ | BPF_K, k, 0, 0), l, 1);
+}
 
-        if (BPF_OP(f->code) == BPF_JA)
-            f->k = dist;
+static void ja(bpf_asm *a, int l)
+{
+    fix(a, emit(a, BPF_JMP | BPF_JA, 0, 0, 0), l, 2);
+}
+
+static int asm_finish(bpf_asm *a)
+{
+    size_t i;
+
+    for (i = 0; i < a->num_fix && !a->overflow; i++) {
+        long to = a->label_at[a->fix[i].label];
+        long d = to - (long)a->fix[i].at - 1;
+        struct sock_filter *f = &a->ins[a->fix[i].at];
+
+        if (to < 0 || d < 0 || (a->fix[i].field != 2 && d > 255))
+            return 0;
+        if (a->fix[i].field == 0)
+            f->jt = (uint8_t)d;
+        else if (a->fix[i].field == 1)
+            f->jf = (uint8_t)d;
         else
-            f->jf = dist;
+            f->k = (uint32_t)d;
     }
-    bpf_op(b, BPF_RET | BPF_K, 0);
+    return !a->overflow;
 }
 
 /*
- * utls_tap_open_socket returns a non-blocking packet socket that sees, on every
- * interface of this network namespace, the incoming segments the filter for
- * |k| accepts; with |ring| a TPACKET_V3 ring is mapped into |*out_ring|.
- * Returns -1 with a uTLS error raised on failure.
+ * port_search emits a binary search for A among |ports[0..n)| (sorted):
+ * "RET accept" on a match, "RET 0" otherwise. Each leaf returns itself, so
+ * no jump leaves the search and none is longer than its left half.
  */
-int utls_tap_open_socket(const tap_key *k, int match_peer, uint8_t flag_mask, uint8_t flags,
-                         void **out_ring)
+static void port_search(bpf_asm *a, const uint16_t *ports, size_t n, uint32_t accept)
+{
+    size_t mid, at;
+
+    if (n == 0) {
+        emit(a, BPF_RET | BPF_K, 0, 0, 0);
+        return;
+    }
+    if (n == 1) {
+        emit(a, BPF_JMP | BPF_JEQ | BPF_K, ports[0], 0, 1);
+        emit(a, BPF_RET | BPF_K, accept, 0, 0);
+        emit(a, BPF_RET | BPF_K, 0, 0, 0);
+        return;
+    }
+    mid = n / 2; /* left: ports[0..mid), right: ports[mid..n) */
+    /* A >= ports[mid]: the right half; else fall through to the left one. A
+     * search over m ports takes fewer than 5m instructions; a BPF_JA
+     * bridges a left half longer than a conditional jump reaches. */
+    at = emit(a, BPF_JMP | BPF_JGE | BPF_K, ports[mid], 0, 0);
+    if (5 * mid + 1 > 255) {
+        size_t jump_at;
+
+        a->ins[at].jt = 0;
+        a->ins[at].jf = 1;
+        jump_at = emit(a, BPF_JMP | BPF_JA, 0, 0, 0);
+        port_search(a, ports, mid, accept);
+        a->ins[jump_at].k = (uint32_t)(a->n - jump_at - 1);
+    } else {
+        port_search(a, ports, mid, accept);
+        a->ins[at].jt = (uint8_t)(a->n - at - 1);
+    }
+    port_search(a, ports + mid, n - mid, accept);
+}
+
+/* ip_tcp_prologue: version 4 or 6, TCP, no IP fragment; X = offset of the
+ * TCP header; anything else goes to L_REJECT. Ends at L_TCP. */
+static void ip_tcp_prologue(bpf_asm *a)
+{
+    emit(a, BPF_LD | BPF_B | BPF_ABS, 0, 0, 0);
+    emit(a, BPF_ALU | BPF_RSH | BPF_K, 4, 0, 0);
+    fix(a, emit(a, BPF_JMP | BPF_JEQ | BPF_K, 4, 0, 0), L_V4, 0);
+    fix(a, emit(a, BPF_JMP | BPF_JEQ | BPF_K, 6, 0, 0), L_V6, 0);
+    ja(a, L_REJECT);
+    label(a, L_V4);
+    emit(a, BPF_LD | BPF_B | BPF_ABS, 9, 0, 0);
+    jeq_or(a, IPPROTO_TCP, L_REJECT);
+    emit(a, BPF_LD | BPF_H | BPF_ABS, 6, 0, 0);
+    emit(a, BPF_ALU | BPF_AND | BPF_K, 0x3fff, 0, 0);
+    jeq_or(a, 0, L_REJECT);
+    emit(a, BPF_LDX | BPF_B | BPF_MSH, 0, 0, 0); /* X = 4 * IHL */
+    ja(a, L_TCP);
+    label(a, L_V6);
+    emit(a, BPF_LD | BPF_B | BPF_ABS, 6, 0, 0);
+    jeq_or(a, IPPROTO_TCP, L_REJECT);
+    emit(a, BPF_LDX | BPF_IMM, 40, 0, 0);
+    ja(a, L_TCP);
+    label(a, L_REJECT);
+    emit(a, BPF_RET | BPF_K, 0, 0, 0);
+    label(a, L_TCP);
+}
+
+/* payload_check: with X the offset of the TCP header and A the IP packet's
+ * total length, continue if the TCP segment carries payload (total > X +
+ * data offset), else reject; X is restored. */
+static void payload_check(bpf_asm *a)
+{
+    emit(a, BPF_ST, 1, 0, 0);                        /* M[1] = total */
+    emit(a, BPF_MISC | BPF_TXA, 0, 0, 0);            /* A = X */
+    emit(a, BPF_ST, 2, 0, 0);                        /* M[2] = X */
+    emit(a, BPF_LD | BPF_B | BPF_IND, 12, 0, 0);     /* data offset << 4 */
+    emit(a, BPF_ALU | BPF_RSH | BPF_K, 4, 0, 0);
+    emit(a, BPF_ALU | BPF_LSH | BPF_K, 2, 0, 0);
+    emit(a, BPF_ALU | BPF_ADD | BPF_X, 0, 0, 0);     /* A = X + TCP header length */
+    emit(a, BPF_MISC | BPF_TAX, 0, 0, 0);
+    emit(a, BPF_LD | BPF_MEM, 1, 0, 0);              /* A = total */
+    emit(a, BPF_JMP | BPF_JGT | BPF_X, 0, 1, 0);
+    emit(a, BPF_RET | BPF_K, 0, 0, 0);
+    emit(a, BPF_LDX | BPF_MEM, 2, 0, 0);             /* X = TCP header offset */
+}
+
+/*
+ * The data socket's program: incoming TCP segments with payload to a port
+ * of |p->data| (segments without payload carry nothing the tap uses: they
+ * take no ring space).
+ */
+static int build_data(bpf_asm *a, const tap_ports *p)
+{
+    asm_init(a);
+    ip_tcp_prologue(a);
+    /* A = IP total length, from the version nibble again */
+    emit(a, BPF_LD | BPF_B | BPF_ABS, 0, 0, 0);
+    emit(a, BPF_ALU | BPF_RSH | BPF_K, 4, 0, 0);
+    emit(a, BPF_JMP | BPF_JEQ | BPF_K, 4, 0, 2);
+    emit(a, BPF_LD | BPF_H | BPF_ABS, 2, 0, 0);      /* IPv4: total length */
+    emit(a, BPF_JMP | BPF_JA, 2, 0, 0);
+    emit(a, BPF_LD | BPF_H | BPF_ABS, 4, 0, 0);      /* IPv6: payload length */
+    emit(a, BPF_ALU | BPF_ADD | BPF_K, 40, 0, 0);
+    payload_check(a);
+    emit(a, BPF_LD | BPF_H | BPF_IND, 2, 0, 0); /* destination port */
+    port_search(a, p->data, p->num_data, 0x40000);
+    return asm_finish(a);
+}
+
+/*
+ * The control socket's program: outgoing SYN, FIN or RST from a port of
+ * |p->ctl| (any port when watching), every outgoing segment from a port of
+ * |p->hs|, and, when watching, incoming SYN-ACKs (for connections whose
+ * SYN this host sent). Only the headers are kept.
+ */
+static int build_ctl(bpf_asm *a, const tap_ports *p)
+{
+    asm_init(a);
+    ip_tcp_prologue(a);
+    emit(a, BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE), 0, 0);
+    fix(a, emit(a, BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 0, 0), L_OUT, 0);
+    /* incoming */
+    if (!p->watch) {
+        emit(a, BPF_RET | BPF_K, 0, 0, 0);
+    } else {
+        emit(a, BPF_LD | BPF_B | BPF_IND, 13, 0, 0);
+        emit(a, BPF_ALU | BPF_AND | BPF_K, TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST, 0, 0);
+        emit(a, BPF_JMP | BPF_JEQ | BPF_K, TCP_FLAG_SYN | TCP_FLAG_ACK, 0, 1);
+        emit(a, BPF_RET | BPF_K, UTLS_TAP_CTL_SNAPLEN, 0, 0);
+        emit(a, BPF_RET | BPF_K, 0, 0, 0);
+    }
+    label(a, L_OUT);
+    emit(a, BPF_LD | BPF_B | BPF_IND, 13, 0, 0);
+    emit(a, BPF_ALU | BPF_AND | BPF_K, TCP_FLAG_SYN | TCP_FLAG_FIN | TCP_FLAG_RST, 0, 0);
+    fix(a, emit(a, BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0), L_OUT_ACK, 0);
+    emit(a, BPF_LD | BPF_H | BPF_IND, 0, 0, 0); /* source port */
+    if (p->watch) {
+        emit(a, BPF_RET | BPF_K, UTLS_TAP_CTL_SNAPLEN, 0, 0);
+    } else {
+        /* a port of ctl or hs: search the handshake ports when ctl misses */
+        if (p->num_hs == 0) {
+            port_search(a, p->ctl, p->num_ctl, UTLS_TAP_CTL_SNAPLEN);
+        } else {
+            size_t i;
+
+            for (i = 0; i < p->num_hs; i++) {
+                emit(a, BPF_JMP | BPF_JEQ | BPF_K, p->hs[i], 0, 1);
+                emit(a, BPF_RET | BPF_K, UTLS_TAP_CTL_SNAPLEN, 0, 0);
+            }
+            port_search(a, p->ctl, p->num_ctl, UTLS_TAP_CTL_SNAPLEN);
+        }
+    }
+    label(a, L_OUT_ACK);
+    emit(a, BPF_LD | BPF_H | BPF_IND, 0, 0, 0); /* source port */
+    port_search(a, p->hs, p->num_hs, UTLS_TAP_CTL_SNAPLEN);
+    return asm_finish(a);
+}
+
+static int attach_prog(int fd, bpf_asm *a)
 {
     struct sock_fprog prog;
-    struct sockaddr_ll sll;
-    bpf_prog b;
-    int fd, one = 1;
 
+    prog.len = (unsigned short)a->n;
+    prog.filter = a->ins;
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) == 0;
+}
+
+int utls_tap_set_filters(int data_fd, int ctl_fd, const tap_ports *p)
+{
+    bpf_asm *a = OPENSSL_malloc(sizeof(*a));
+    int ok = 0;
+
+    if (a == NULL)
+        return 0;
+    if (!build_data(a, p) || !attach_prog(data_fd, a))
+        goto end;
+    if (!build_ctl(a, p) || !attach_prog(ctl_fd, a))
+        goto end;
+    ok = 1;
+
+end:
+    if (!ok)
+        utls_raise(UTLS_R_TAP_SYSCALL, "tap filter (%zu ports): %s", p->num_data + p->num_ctl,
+                   a->overflow ? "too long" : strerror(errno));
+    OPENSSL_free(a);
+    return ok;
+}
+
+/* open_packet_socket: a packet socket that captures nothing until bound. */
+static int open_packet_socket(void)
+{
     /* Protocol 0: nothing is captured until the filter is on and bind() runs. */
-    fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
     if (fd < 0) {
         if (errno == EPERM || errno == EACCES)
             utls_raise(UTLS_R_TAP_PERMISSION, "AF_PACKET socket: %s (needs CAP_NET_RAW)",
                        strerror(errno));
         else
             utls_raise(UTLS_R_TAP_SYSCALL, "AF_PACKET socket: %s", strerror(errno));
-        return -1;
     }
-    bpf_build(&b, k, match_peer, flag_mask, flags);
-    prog.len = (unsigned short)b.n;
-    prog.filter = b.ins;
-    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
-        goto syscall_err;
-    /* Loopback shows each packet twice; only the arriving copy counts. */
-    (void)setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
-    if (out_ring != NULL) {
-        struct tpacket_req3 req;
-        int v = TPACKET_V3;
+    return fd;
+}
 
-        memset(&req, 0, sizeof(req));
-        req.tp_block_size = UTLS_TAP_BLOCK_SIZE;
-        req.tp_block_nr = UTLS_TAP_BLOCK_NR;
-        req.tp_frame_size = UTLS_TAP_FRAME_SIZE;
-        req.tp_frame_nr = (UTLS_TAP_BLOCK_SIZE / UTLS_TAP_FRAME_SIZE) * UTLS_TAP_BLOCK_NR;
-        req.tp_retire_blk_tov = UTLS_TAP_BLOCK_TIMEOUT_MS;
-        if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) != 0
-            || setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) != 0)
-            goto syscall_err;
-        *out_ring = mmap(NULL, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR,
-                         PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (*out_ring == MAP_FAILED) {
-            *out_ring = NULL;
-            goto syscall_err;
-        }
-    }
+static int bind_all(int fd)
+{
+    struct sockaddr_ll sll;
+
     memset(&sll, 0, sizeof(sll));
     sll.sll_family = AF_PACKET;
     sll.sll_protocol = htons(ETH_P_ALL);
     sll.sll_ifindex = 0; /* every interface */
-    if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0)
+    return bind(fd, (struct sockaddr *)&sll, sizeof(sll)) == 0;
+}
+
+int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring)
+{
+    static const uint16_t none[1] = {0};
+    tap_ports nothing = {none, 0, none, 0, none, 0, 0};
+    struct tpacket_req3 req;
+    void *ring = MAP_FAILED;
+    int dfd = -1, cfd = -1, one = 1, v = TPACKET_V3, rcvbuf = UTLS_TAP_CTL_RCVBUF;
+
+    if ((dfd = open_packet_socket()) < 0 || (cfd = open_packet_socket()) < 0)
+        goto err;
+    if (!utls_tap_set_filters(dfd, cfd, &nothing))
+        goto err;
+    /* The ring sees arriving segments only: loopback shows each packet twice,
+     * and what this host sends is the control socket's business. */
+    (void)setsockopt(dfd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+    (void)setsockopt(cfd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one));
+    (void)setsockopt(cfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    memset(&req, 0, sizeof(req));
+    req.tp_block_size = UTLS_TAP_BLOCK_SIZE;
+    req.tp_block_nr = UTLS_TAP_BLOCK_NR;
+    req.tp_frame_size = UTLS_TAP_FRAME_SIZE;
+    req.tp_frame_nr = (UTLS_TAP_BLOCK_SIZE / UTLS_TAP_FRAME_SIZE) * UTLS_TAP_BLOCK_NR;
+    req.tp_retire_blk_tov = UTLS_TAP_BLOCK_TIMEOUT_MS;
+    if (setsockopt(dfd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) != 0
+        || setsockopt(dfd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) != 0)
         goto syscall_err;
-    return fd;
+    ring = mmap(NULL, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR, PROT_READ | PROT_WRITE,
+                MAP_SHARED, dfd, 0);
+    if (ring == MAP_FAILED)
+        goto syscall_err;
+    if (!bind_all(dfd) || !bind_all(cfd))
+        goto syscall_err;
+    *out_data_fd = dfd;
+    *out_ctl_fd = cfd;
+    *out_ring = ring;
+    return 1;
 
 syscall_err:
     utls_raise(errno == EPERM ? UTLS_R_TAP_PERMISSION : UTLS_R_TAP_SYSCALL, "tap setup: %s",
                strerror(errno));
-    if (out_ring != NULL && *out_ring != NULL) {
-        munmap(*out_ring, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR);
-        *out_ring = NULL;
-    }
-    close(fd);
-    return -1;
+err:
+    if (ring != MAP_FAILED)
+        munmap(ring, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR);
+    if (dfd >= 0)
+        close(dfd);
+    if (cfd >= 0)
+        close(cfd);
+    return 0;
 }

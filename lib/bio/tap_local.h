@@ -1,7 +1,9 @@
 /*
- * The tap's internals (lib/bio/): the capture ring's geometry, a
- * connection's 4-tuple, a parsed segment, and the capture socket
- * (tap_capture.c) the tap BIO (tap.c) reads.
+ * The tap's internals (lib/bio/): the process-wide capture (tap_hub.c: one
+ * data ring, one control socket, the flow table that demultiplexes by
+ * 4-tuple, the ISNs taken from what the local kernel sends), the classic BPF
+ * filters and the packet parser (tap_capture.c), and the per-connection tap
+ * BIO (tap.c) that reads what the hub handed to its connection.
  */
 #ifndef UTLS_LIB_TAP_LOCAL_H
 #define UTLS_LIB_TAP_LOCAL_H
@@ -12,13 +14,15 @@
 #include <netinet/in.h>
 
 /*
- * The ring: 64 blocks of 128 KiB. A block holds at least one 64 KiB GRO
- * packet; the kernel hands a block over when it is full or after
- * UTLS_TAP_BLOCK_TIMEOUT_MS, so the ring covers at least 64 ms of traffic that
- * the application has not read yet. When it is full the kernel drops captured
- * copies only (counted in ring_drops): those records come in order.
+ * The data ring, one per process whatever the number of connections: 64
+ * blocks of 256 KiB, 16 MiB of kernel memory. A block holds at least one
+ * 64 KiB GRO packet; the kernel hands a block over when it is full or after
+ * UTLS_TAP_BLOCK_TIMEOUT_MS, so the ring covers at least 64 ms of traffic
+ * that no reader has drained yet (at 2,000 segments/s of 1,448 bytes, about
+ * 1.4 s). When it is full the kernel drops captured copies only (counted in
+ * ring_drops): those records come in order.
  */
-#define UTLS_TAP_BLOCK_SIZE (1u << 17)
+#define UTLS_TAP_BLOCK_SIZE (1u << 18)
 
 #define UTLS_TAP_BLOCK_NR 64u
 
@@ -26,10 +30,160 @@
 
 #define UTLS_TAP_BLOCK_TIMEOUT_MS 1
 
-/* ISNs remembered process-wide. Attack bounded: a SYN flood against a tapped
- * listener; past it the oldest entries are overwritten (those connections
- * then fall back to in-order delivery). */
-#define UTLS_TAP_MAX_ISNS 4096
+/* What the control socket keeps of a packet: IPv4 (60) or IPv6 (40) header
+ * plus a TCP header with options (60). Handshake and teardown segments only;
+ * their payload is never needed. */
+#define UTLS_TAP_CTL_SNAPLEN 128
+
+/* The control socket's receive buffer. Attack bound: a SYN flood makes the
+ * kernel send one SYN-ACK per SYN, each copied here (about 768 bytes of
+ * truesize); past this the kernel drops copies (those connections get no ISN
+ * and run in order). */
+#define UTLS_TAP_CTL_RCVBUF (1 << 20)
+
+/*
+ * Flows (4-tuples) the process-wide table holds: attached connections plus
+ * handshakes whose ISN is known but which no tap BIO has taken yet. Attack
+ * bound: a SYN flood against a tapped listener (each SYN-ACK our kernel
+ * sends makes an unattached flow); past UTLS_TAP_MAX_UNATTACHED the oldest
+ * unattached flow is forgotten (that connection then runs in order). About
+ * 200 bytes a flow: at most 13 MiB for the table.
+ */
+#define UTLS_TAP_MAX_FLOWS 65536u
+
+#define UTLS_TAP_MAX_UNATTACHED 32768u
+
+/* Distinct local ports in the kernel filters (listeners, and the local ports
+ * of connections set up with UTLS_tap_connect or tapped in preload mode).
+ * The filters test a port with a binary search: a packet costs about
+ * 2 log2(ports) instructions, whatever the number of connections. A
+ * listener's connections share its port. */
+#define UTLS_TAP_MAX_PORTS 512u
+
+/* Captured payload bytes waiting for one connection's reader. Attack bound:
+ * segments sprayed at one 4-tuple between two reads; past it new copies
+ * are dropped (counted; those records come in order). */
+#define UTLS_TAP_INBOX_MAX_BYTES ((size_t)4 << 20)
+
+/* The same, summed over every connection of the process: bounds what
+ * injected segments spread over many connections can hold. */
+#define UTLS_TAP_INBOX_TOTAL_MAX_BYTES ((size_t)64 << 20)
+
+/* How long a tap waits for the ACK its kernel sends to complete a handshake
+ * (UTLS_tap_connect), from which the peer's ISN is read. */
+#define UTLS_TAP_ISN_WAIT_MS 200
+
+/* --- Addresses ------------------------------------------------------------ */
+
+typedef struct {
+    int family;
+    unsigned char local[16], peer[16];
+    uint16_t lport, pport; /* host order */
+} tap_key;
+
+/* --- Packet parsing ------------------------------------------------------ */
+
+typedef struct {
+    tap_key key;        /* local = destination (incoming) or source (outgoing) */
+    uint32_t seq, ack;
+    uint8_t flags;
+    const unsigned char *payload; /* NULL when the capture cut it off */
+    size_t payload_len;
+    const unsigned char *ip;      /* the network header */
+    size_t ip_len;                /* bytes captured from it */
+} tap_segment;
+
+#define TCP_FLAG_FIN 0x01
+
+#define TCP_FLAG_SYN 0x02
+
+#define TCP_FLAG_RST 0x04
+
+#define TCP_FLAG_ACK 0x10
+
+/* utls_tap_parse_segment parses the IPv4/IPv6 + TCP packet |p| (|len| bytes)
+ * into |*out|, |outgoing| if the local host sent it (the key's local side is
+ * then the source). With |headers_only| a payload cut off by the capture is
+ * accepted (payload NULL). Returns 1 if it is a TCP segment, 0 otherwise. */
+int utls_tap_parse_segment(const unsigned char *p, size_t len, int outgoing, int headers_only,
+                           tap_segment *out);
+
+/* utls_tap_tcp_checksum_ok returns 1 if the TCP checksum of the whole
+ * captured segment |s| is right, 0 if it is wrong or not all captured. */
+int utls_tap_tcp_checksum_ok(const tap_segment *s);
+
+/* The port sets the filters are built from, each sorted and distinct. */
+typedef struct {
+    const uint16_t *data;   /* incoming segments to these local ports: the ring */
+    size_t num_data;
+    const uint16_t *ctl;    /* outgoing SYN, FIN, RST from these ports */
+    size_t num_ctl;
+    const uint16_t *hs;     /* every outgoing segment from these ports (handshakes
+                             * of UTLS_tap_connect, for the ACK) */
+    size_t num_hs;
+    int watch;              /* any port: outgoing SYN/FIN/RST, incoming SYN-ACK */
+} tap_ports;
+
+/* utls_tap_set_filters builds the two classic BPF programs for |p| and puts
+ * them on |data_fd| and |ctl_fd| (replacing a program needs no privilege).
+ * Returns 1, or 0 with an error raised. */
+int utls_tap_set_filters(int data_fd, int ctl_fd, const tap_ports *p);
+
+/* utls_tap_open_sockets opens the data socket (with its ring mapped into
+ * |*out_ring|) and the control socket, with filters that accept nothing
+ * until utls_tap_set_filters. Returns 1, or 0 with an error raised
+ * (UTLS_R_TAP_PERMISSION without CAP_NET_RAW). */
+int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring);
+
+/* --- The hub (tap_hub.c) and the tap BIO (tap.c) -------------------------- */
+
+typedef struct tap_ctx_st tap_ctx;
+
+/* One captured segment waiting for its connection's reader. */
+typedef struct tap_pkt_st {
+    struct tap_pkt_st *next;
+    uint32_t seq;
+    uint64_t arrival_ns; /* CLOCK_MONOTONIC */
+    size_t len;
+    unsigned char data[];
+} tap_pkt;
+
+/* utls_tap_hub_open opens the process-wide tap if it is not open. Returns 1,
+ * or 0 with an error raised. */
+int utls_tap_hub_open(void);
+/* utls_tap_hub_listen adds (|add| 1) or removes (0) a listener's port. */
+int utls_tap_hub_listen(uint16_t port, int add);
+/* utls_tap_hub_set_watch turns the any-port handshake watch on. */
+int utls_tap_hub_set_watch(void);
+/* utls_tap_hub_handshake adds or removes |port| from the ports whose every
+ * outgoing segment is captured (UTLS_tap_connect's handshake). */
+int utls_tap_hub_handshake(uint16_t port, int add);
+/* utls_tap_hub_wait_isn drains the control socket until the ISN of |k| is
+ * known or |timeout_ms| passed; returns 1 if known. */
+int utls_tap_hub_wait_isn(const tap_key *k, int timeout_ms);
+/* utls_tap_hub_attach gives the flow |k| (the connected socket |fd|) to
+ * |t|, stores the peer's ISN in |*out_isn| and the hub's generation (which a
+ * child of fork() changes) in |*out_gen|; returns the attachment, or NULL
+ * with an error raised. */
+void *utls_tap_hub_attach(const tap_key *k, tap_ctx *t, int fd, uint64_t *out_gen,
+                          uint32_t *out_isn);
+/* utls_tap_hub_detach removes the flow |att| from the table (nothing if the
+ * hub's generation is no longer |gen|). */
+void utls_tap_hub_detach(void *att, uint64_t gen);
+/* utls_tap_hub_take drains the ring and returns the segments waiting for
+ * the flow |att|, oldest first (the caller frees each with OPENSSL_free), or
+ * NULL. */
+tap_pkt *utls_tap_hub_take(void *att, uint64_t gen);
+/* utls_tap_hub_pending: 1 if segments wait for |att| (no lock: a hint). */
+int utls_tap_hub_pending(void *att);
+/* utls_tap_hub_fd: the descriptor that is readable when the ring holds
+ * blocks to drain, or -1. */
+int utls_tap_hub_fd(void);
+/* utls_tap_hub_num_attached: connections attached now. */
+size_t utls_tap_hub_num_attached(void);
+/* utls_tap_hub_ring_drops: the kernel's ring drops since the hub opened. */
+uint64_t utls_tap_hub_ring_drops(void);
+
 
 /*
  * After this many readiness reports in a row for captured fragments that
@@ -46,36 +200,5 @@
  * (docs/evloop.md) must not see the tap's own wait on its socket and ring. */
 struct pollfd;
 int utls_tap_poll(struct pollfd *p, unsigned long n, int timeout_ms);
-
-/* --- Addresses and the ISN registry -------------------------------------- */
-
-typedef struct {
-    int family;
-    unsigned char local[16], peer[16];
-    uint16_t lport, pport; /* host order */
-} tap_key;
-
-/* --- Packet parsing ------------------------------------------------------ */
-
-typedef struct {
-    tap_key key;        /* local = destination, peer = source */
-    uint32_t seq;
-    uint8_t flags;
-    const unsigned char *payload;
-    size_t payload_len;
-} tap_segment;
-
-#define TCP_FLAG_SYN 0x02
-
-#define TCP_FLAG_ACK 0x10
-
-/* utls_tap_parse_segment parses the IPv4/IPv6 + TCP packet |p| (|len| bytes) into
- * |*out|; returns 1 if it is a TCP segment, 0 otherwise. */
-int utls_tap_parse_segment(const unsigned char *p, size_t len, tap_segment *out);
-/* utls_tap_open_socket opens the capture socket for |k| (with |match_peer|,
- * the peer's side too; segments whose flags under |flag_mask| are |flags|)
- * and maps its ring into |*out_ring|; returns the socket, or -1. */
-int utls_tap_open_socket(const tap_key *k, int match_peer, uint8_t flag_mask, uint8_t flags,
-                         void **out_ring);
 
 #endif

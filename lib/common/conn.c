@@ -198,6 +198,9 @@ const char *UTLS_fallback_string(UTLS_FALLBACK reason)
     case UTLS_FALLBACK_BYTE_STREAM:
         return "UTLS_MODE/UTLSMode set the mode and the ALPN protocol is a byte stream "
                "(http/1.1, h2, ...): its records are not messages, so they stay in order";
+    case UTLS_FALLBACK_OUT_OF_SCOPE:
+        return "UTLS_MODE/UTLSMode set the mode and the connection matches none of its "
+               "scope words (port=, alpn=, sni=): it stays in order";
     default:
         return "unknown";
     }

@@ -36,5 +36,9 @@ void utls_copy_read_ctx(SSL *s, utls_conn *c);
 /* conf.c: SSL_MODE_UNORDERED of |s| came from UTLS_MODE/UTLSMode (set on its
  * SSL_CTX or on it by utls_conf_mode), not from the program. */
 int utls_mode_from_config(const SSL *s);
+/* conf.c: |s|, whose mode came from UTLS_MODE/UTLSMode, matches one of the
+ * setting's scope words (port=, alpn=, sni=, all). Called once the handshake
+ * is done (ALPN and SNI known). */
+int utls_conf_in_scope(const SSL *s);
 
 #endif

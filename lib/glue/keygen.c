@@ -153,6 +153,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     int taglen = 16, ivlen = 0, blk;
     size_t min_len, max_len;
 
+    c->rx.ip_tunnel = (s->mode & SSL_MODE_UTLS_IP_TUNNEL) != 0;
     if (c->rx.gen_ready)
         return c->rx.ooo_possible;
     c->rx.ooo_possible = 0;
@@ -168,6 +169,11 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     utls_probe13_setup(s, c);
     if (utls_mode_from_config(s) && byte_stream_alpn(s)) {
         c->stats.fallback = UTLS_FALLBACK_BYTE_STREAM;
+        return 0;
+    }
+    /* Before the tap: a connection out of the scope gets none. */
+    if (utls_mode_from_config(s) && !utls_conf_in_scope(s)) {
+        c->stats.fallback = UTLS_FALLBACK_OUT_OF_SCOPE;
         return 0;
     }
     if (BIO_get_ktls_recv(s->rbio)) {

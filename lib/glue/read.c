@@ -70,6 +70,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     c->hooks.read_idle = 0;
     c->rx.cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
+    c->rx.ip_tunnel = (s->mode & SSL_MODE_UTLS_IP_TUNNEL) != 0;
     c->rx.post_handshake = 1;
     if (c->rx.ready.partial_active) {
         ret = utls_ready_partial_read(c, buf, len, peek, readbytes, out_ret);

@@ -7,6 +7,8 @@
 
 #include <openssl/err.h>
 
+#include "utls/ipflow.h"
+
 #include "common/utls_conn.h"
 #include "glue/utls_glue.h"
 
@@ -98,6 +100,12 @@ void utls_ready_add_verified(utls_conn *c, uint64_t seq, uint32_t gen, uint64_t 
 {
     utls_ready_record rr;
 
+    /* SSL_MODE_UTLS_IP_TUNNEL: a packet that must keep its order is not
+     * kept here at all. The in-order path decrypts and delivers it in its
+     * turn, as stock OpenSSL would; its verification still served as an
+     * anchor for the records around it. */
+    if (c->rx.ip_tunnel && utls_ipflow_keeps_order(pt, pt_len))
+        return;
     rr.seq = seq;
     rr.gen = gen;
     rr.offset = offset;

@@ -160,6 +160,7 @@ typedef struct {
 
     unsigned char *scratch; /* one record: header + max ciphertext */
     int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */
+    int ip_tunnel;          /* SSL_MODE_UTLS_IP_TUNNEL: only datagrams go early */
 } utls_rx_state;
 
 /* Sequence numbers in the predictor are shifted by one, so that the virtual

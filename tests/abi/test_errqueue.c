@@ -255,6 +255,22 @@ static void test_unordered_ern_tap(int have_tap)
         printf("skip UTLS_BIO_tap_get_stats: no CAP_NET_RAW\n");
         printf("skip UTLS_BIO_tap_get_stats_ex: no CAP_NET_RAW\n");
     }
+    if (have_tap) {
+        report("UTLS_tap_open", UTLS_tap_open());
+        report("UTLS_tap_get_fd", UTLS_tap_get_fd() >= 0);
+    } else {
+        printf("skip UTLS_tap_open: no CAP_NET_RAW\n");
+        printf("skip UTLS_tap_get_fd: no CAP_NET_RAW\n");
+    }
+    {
+        UTLS_TAP_GLOBAL_STATS gs;
+        int ready_fds[4];
+        size_t num_ready = 0;
+
+        /* Both succeed without the tap too: nothing is open, nothing ready. */
+        report("UTLS_tap_poll_ready", UTLS_tap_poll_ready(ready_fds, 4, &num_ready));
+        report("UTLS_tap_get_global_stats", UTLS_tap_get_global_stats(&gs, sizeof(gs)));
+    }
     tls_pair(&p, SSL_MODE_UTLS_UNORDERED | SSL_MODE_UTLS_NEGOTIATE, SSL_MODE_UTLS_NEGOTIATE);
 
     UTLS_limits_default(&lim);

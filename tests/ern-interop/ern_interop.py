@@ -484,7 +484,7 @@ def main():
     ap.add_argument("--tls", choices=["1.2", "1.3"], default="1.3")
     ap.add_argument("--peer", choices=sorted(PEER_CLIENT))
     ap.add_argument("--fork-role", choices=["client", "server"])
-    ap.add_argument("--fork-mode", default="unordered,negotiate")
+    ap.add_argument("--fork-mode", default="unordered,negotiate,all")
     ap.add_argument("--cipher", help="TLS 1.2 cipher list: forkfork (both ern_peer ends); matrix and ja3 "
                     "(openssl s_server/s_client only)")
     ap.add_argument("--mte", action="store_true", help="forkfork: TLS 1.2 CBC with MAC-then-encrypt")

@@ -2,7 +2,7 @@
  * evloop_semantics: the companion library's promises (docs/evloop.md), checked
  * in an ordinary TLS server linked with the system libssl (no uTLS header)
  * that runs with the fork and libutls-evloop.so preloaded and
- * UTLS_MODE=unordered,tap, over the lossy testbed (run.sh).
+ * UTLS_MODE=unordered,tap,port=4433, over the lossy testbed (run.sh).
  *
  *   evloop_semantics CASE --listen ADDR:PORT --count N --size S --ready FILE
  *

@@ -4,7 +4,7 @@
 # select/poll, then SSL_read) terminates TLS and pipes the plaintext into
 # stamp.py, over the testbed (100 ms RTT, 5% loss, seeded). Twice, the same
 # path and seed: plain (stock libssl) and with the fork and libutls-evloop.so
-# preloaded and UTLS_MODE=unordered,tap. The preloaded socat must have
+# preloaded and UTLS_MODE=unordered,tap,port=4433. The preloaded socat must have
 # mapped exactly those two libraries (/proc/PID/maps), deliver every message
 # once and intact, deliver some out of order (records past a hole), and have
 # a smaller share of messages later than one-way delay + RTT than stock.
@@ -28,7 +28,7 @@ run() { # run NAME PRELOAD
     $tb down >/dev/null 2>&1
     $tb up --rtt 100 --loss 5 --seed 5 >/dev/null || { echo "testbed up failed"; exit 1; }
     addr=$($tb addr receiver)
-    $tb exec receiver -- env ${preload:+LD_PRELOAD="$preload" UTLS_MODE=unordered,tap} \
+    $tb exec receiver -- env ${preload:+LD_PRELOAD="$preload" UTLS_MODE=unordered,tap,port=4433} \
         "$socat" -b 65536 "OPENSSL-LISTEN:4433,reuseaddr,cert=$dir/c.pem,key=$dir/k.pem,verify=0" \
         "SYSTEM:/usr/bin/python3 $src/tests/evloop/stamp.py $count $size $dir/$name.log" \
         2>"$dir/$name.err" &

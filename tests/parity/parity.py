@@ -7,7 +7,7 @@ Commands (see README.md beside this file):
   run --group G [--unordered [--hole]] [--only SUBSTR]
                              run group G (tls12_aead, tls12_cbc, tls13, handshake, dtls12)
                              against the system libssl and the fork (LD_PRELOAD), the fork
-                             with UTLS_MODE=unordered,tap when --unordered (root only, else
+                             with UTLS_MODE=unordered,tap,all when --unordered (root only, else
                              exit 77 = skipped), each hostile input past a TCP hole with
                              --hole (three network namespaces; take /tmp/utls-net.lock);
                              any difference FAILS.
@@ -223,7 +223,7 @@ class Server:
         if self.lib == "fork":
             env["LD_PRELOAD"] = self.args.fork
             if self.unordered:
-                env["UTLS_MODE"] = "unordered,tap"
+                env["UTLS_MODE"] = "unordered,tap,all"
         cmd = [self.args.server, "--proto", self.proto, "--count", str(self.count)] + self.extra
         if HOLE and self.proto == "tls":
             cmd = HOLE.server_prefix() + cmd + ["--bind", HOLE.SERVER_ADDR]
@@ -1263,7 +1263,7 @@ def make_certs(args):
 def cmd_run(args):
     t0 = time.monotonic()
     if args.unordered and os.geteuid() != 0:
-        log("SKIPPED: UTLS_MODE=unordered,tap needs root (CAP_NET_RAW for the tap); "
+        log("SKIPPED: UTLS_MODE=unordered,tap,all needs root (CAP_NET_RAW for the tap); "
             "this variant did not run and says so")
         return 77
     group = args.group
@@ -1271,7 +1271,7 @@ def cmd_run(args):
     rep = Report(group + ("_unordered" if args.unordered else "") + ("_hole" if args.hole else ""))
     libs = ("system", "fork")
     log("parity %s: system=%s fork=%s%s" % (group, args.system, args.fork,
-                                             " UTLS_MODE=unordered,tap" if args.unordered else ""))
+                                             " UTLS_MODE=unordered,tap,all" if args.unordered else ""))
     global HOLE
     if args.hole:
         if not args.unordered or group not in ("tls12_aead", "tls12_cbc", "tls13"):

@@ -165,7 +165,7 @@ static void test_env_word_sets_partial(void **state)
 
     (void)state;
     /* UTLS_MODE is read when an SSL_CTX is made (lib/glue/conf.c). */
-    setenv("UTLS_MODE", "unordered", 1);
+    setenv("UTLS_MODE", "unordered,all", 1);
     ctx = SSL_CTX_new(TLS_server_method());
     unsetenv("UTLS_MODE");
     assert_non_null(ctx);

@@ -1603,7 +1603,7 @@ static int alpn_pick_first(SSL *s, const unsigned char **out, unsigned char *out
 static UTLS_FALLBACK alpn_fallback(const char *alpn, int from_env)
 {
     if (from_env)
-        setenv("UTLS_MODE", "unordered", 1);
+        setenv("UTLS_MODE", "unordered,all", 1);
     SSL_CTX *sctx = SSL_CTX_new(TLS_server_method());
     SSL_CTX *cctx = SSL_CTX_new(TLS_client_method());
     unsetenv("UTLS_MODE");

@@ -406,7 +406,7 @@ def cmd_preload(a, work):
             recv_out = os.path.join(work, "receiver.out")
             with open(recv_out, "w") as ro:
                 rcv = subprocess.Popen(T + ["exec", "receiver", "--", "env", "LD_PRELOAD=" + a.fork,
-                                            "UTLS_MODE=unordered,tap", a.python, os.path.join(a.example, "receiver.py"),
+                                            "UTLS_MODE=unordered,tap,port=%d" % port, a.python, os.path.join(a.example, "receiver.py"),
                                             "--port", str(port), "--cert", cert, "--key", key, "--tls", a.tls],
                                        stdout=ro, stderr=subprocess.PIPE)
                 time.sleep(0.5)
@@ -458,7 +458,7 @@ def main():
     ap.add_argument("--tls", choices=("1.2", "1.3"), default="1.3")
     ap.add_argument("--alter", choices=("sni", "groups", "cipher-order"),
                     help="change the fork side's ClientHello: the checker must fail")
-    ap.add_argument("--fork-mode", default="unordered",
+    ap.add_argument("--fork-mode", default="unordered,all",
                     help="UTLS_MODE / UTLSMode of the fork side (for instance unordered,negotiate)")
     ap.add_argument("--client", choices=("s_client", "curl"), default="s_client")
     ap.add_argument("--testbed", default="")

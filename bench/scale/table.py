@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""table.py SCALE_JSON DOC: renders bench/scale's result (scale.json) as the
+cost table of docs/tap.md, between its scale-table markers.
+
+  python3 bench/scale/table.py build/bench/scale.json docs/tap.md
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from marked_region import replace_region  # noqa: E402
+
+BEGIN = "<!-- scale-table:begin"
+END = "<!-- scale-table:end -->"
+
+
+def pct(x):
+    return "-" if x is None else "%.1f%%" % (100.0 * x)
+
+
+def render(d):
+    rows = ["| N | host CPU per record, stock / uTLS (ratio) | server CPU per record, stock / uTLS | "
+            "tap kernel memory | RSS peak, stock / uTLS | ring drops | past a hole delivered "
+            "out of order | delayed > 1 RTT, stock / uTLS |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in d["runs"]:
+        s, u = r["stock"], r["utls"]
+        rows.append("| %d | %.0f / %.0f µs (%.3f) | %.0f / %.0f µs | %.1f MiB | %.1f / %.1f MiB | %d | "
+                    "%s (%d of %d) | %s / %s |" % (
+                        r["conns"], s["host_cpu_us_per_record"], u["host_cpu_us_per_record"],
+                        r["ratio_host_cpu_per_record"], s["server_data_cpu_us_per_record"],
+                        u["server_data_cpu_us_per_record"], u["tap_kernel_bytes"] / 1048576.0,
+                        s["rss_peak_kb"] / 1024.0, u["rss_peak_kb"] / 1024.0, u["ring_drops"],
+                        pct(u["ooo_share_past_hole"]), u["out_of_order"],
+                        u["out_of_order"] + u["held_in_order"], pct(s["delayed_gt_rtt"]),
+                        pct(u["delayed_gt_rtt"])))
+    big = d["runs"][-1]
+    text = ("%d records/s of %d bytes over N connections, %d ms RTT, %d%% loss, %.0f s per side "
+            "(`bench/scale/run.py`, `make bench`).\n\n" % (
+                d["rate"], d["size"], d["rtt_ms"], d["loss_pct"], d["duration_ms"] / 1000.0))
+    text += "\n".join(rows) + "\n"
+    if "bulk_cpu_ratio_tapped_vs_stock" in big:
+        text += ("\nA bulk TCP flow of %d MiB over the receiver's loopback beside %d idle connections "
+                 "costs %.0f ms of CPU beside the tapped server and %.0f ms beside the stock one "
+                 "(ratio %.3f, median of %d).\n" % (
+                     big["utls"]["bulk"]["mb"], big["conns"], big["utls"]["bulk"]["cpu_ms"],
+                     big["stock"]["bulk"]["cpu_ms"], big["bulk_cpu_ratio_tapped_vs_stock"],
+                     len(big["utls"]["bulk"]["cpu_ms_runs"])))
+    text += "\nTargets: " + ", ".join("%s %s" % (k, "yes" if v else "**no**")
+                                       for k, v in d.get("targets", {}).items()) + ".\n"
+    return text
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    d = json.load(open(sys.argv[1]))
+    doc = open(sys.argv[2]).read()
+    open(sys.argv[2], "w").write(replace_region(doc, BEGIN, END, render(d), "table.py"))
+
+
+if __name__ == "__main__":
+    main()
