@@ -11,6 +11,7 @@ packages=(
     libcmocka-dev                         # unit tests
     clang llvm lld libclang-rt-14-dev     # libFuzzer (make fuzz) and the fuzz replays
     curl python3 gnutls-bin libnss3-tools # interop peers and preload clients
+    socat libevent-dev                    # evloop: a program we did not write; the libevent example
     tcpdump tshark wireshark-dev libwireshark-dev
     iproute2 nftables iptables ethtool libnetfilter-queue-dev  # testbed (no netem here)
     python3-matplotlib

@@ -47,6 +47,13 @@ PORT = 4433
 BASE_MODES = ("tls", "utls", "dtls", "ucobs")
 QUIC_MODES = ("quic_stream", "quic_datagram")
 MODES = BASE_MODES + QUIC_MODES
+# Unmodified event-loop receivers (issue 19, docs/evloop.md): programs linked
+# with the system libssl that wait in epoll_wait / poll / asyncio before
+# SSL_read, run with the fork and the companion library libutls-evloop.so
+# preloaded and UTLS_MODE=unordered,tap,port=PORT; the sender is stock TLS. None of
+# them includes utls.h. Measured in the headline run beside the others.
+EVLOOP_MODES = ("evloop_epoll", "evloop_poll", "evloop_asyncio")
+HEADLINE_MODES = BASE_MODES + EVLOOP_MODES + QUIC_MODES
 # The largest message quic-go v0.65.0 sends in one DATAGRAM frame with
 # 1452-byte packets (its maximum): SendDatagram reserves room for a 20-byte
 # connection ID (estimateMaxPayloadSize: 1452 - 1 - 20 - 16 = 1415) and the
@@ -111,6 +118,10 @@ class Setup:
         self.stock_bin = os.path.join(bindir, "utls-stream-stock")
         self.out = os.path.abspath(out)
         self.prefix = prefix
+        self.evloop_bin = os.path.join(self.build, "bench", "latency", "evloop-recv")
+        self.evloop_py = os.path.join(HERE, "evloop_recv.py")
+        self.evloop_preload = "%s %s" % (os.path.join(self.build, "lib", "libssl.so.3"),
+                                         os.path.join(self.build, "lib", "libutls-evloop.so"))
         for b in (self.fork_bin, self.stock_bin, self.testbed):
             if not os.access(b, os.X_OK):
                 raise SystemExit("bench/latency: %s is missing (build first)" % b)
@@ -130,7 +141,8 @@ class Setup:
                              % self.quic_bin)
 
     def modes(self, modes):
-        return tuple(m for m in modes if self.quic or m not in QUIC_MODES)
+        return tuple(m for m in modes if (self.quic or m not in QUIC_MODES)
+                     and (m not in EVLOOP_MODES or os.access(self.evloop_bin, os.X_OK)))
 
     def tb(self, prefix, *args, check=True, quiet=True):
         cmd = [self.testbed, "--prefix", prefix] + (["-q"] if quiet else []) + list(args)
@@ -342,9 +354,25 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     counters0 = tcp_counters(setup, prefix) if mode != "dtls" else None
     if keylog and mode == "utls":
         env["SSLKEYLOGFILE"] = keylog  # the fork honours it: the pcap can be decrypted
-    recv = spawn(setup.tb_exec(prefix, "receiver")
-                 + [binary, "recv", "--listen", addr, "--out", recv_log, "--ready", ready,
-                    "--idle-ms", str(int(max(3000, 4 * rtt)))] + common, env=env)
+    idle = ["--idle-ms", str(int(max(3000, 4 * rtt)))]
+    if mode in EVLOOP_MODES:
+        # An unmodified program: only the environment brings uTLS in.
+        env.update(LD_PRELOAD=setup.evloop_preload, UTLS_MODE="unordered,tap,port=%d" % PORT)
+        if mode == "evloop_asyncio":
+            prog = ["/usr/bin/python3", setup.evloop_py]
+        else:
+            prog = [setup.evloop_bin, "--loop", mode.split("_", 1)[1]]
+        recv = spawn(setup.tb_exec(prefix, "receiver")
+                     + prog + ["--listen", addr, "--out", recv_log, "--ready", ready,
+                               "--count", str(count), "--size", str(size), "--timeout", limit]
+                     + idle, env=env)
+        binary = setup.stock_bin
+        common = ["--mode", "tls", "--count", str(count), "--size", str(size), "--require",
+                  "stock", "--timeout", limit, "--quiet"]
+    else:
+        recv = spawn(setup.tb_exec(prefix, "receiver")
+                     + [binary, "recv", "--listen", addr, "--out", recv_log, "--ready", ready]
+                     + idle + common, env=env)
     wait_ready(recv, ready, mode)
     send = spawn(setup.tb_exec(prefix, "sender")
                  + [binary, "send", "--connect", addr, "--out", send_log,
@@ -371,7 +399,8 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     return res
 
 
-def run_point(setup, cfg, name, modes=MODES, capture=("utls", "tls", "ucobs") + QUIC_MODES,
+def run_point(setup, cfg, name, modes=MODES,
+              capture=("utls", "tls", "ucobs") + EVLOOP_MODES + QUIC_MODES,
               progress=True, keylog=None,
               sender_sysctls=(), receiver_sysctls=()):
     """All modes of one configuration in parallel, each on its own testbed."""
@@ -457,7 +486,7 @@ def summarize(cfg, results):
     if "utls" in results and "oracle" in results["utls"]:
         out["oracle"] = results["utls"]["oracle"]
         out["oracle"]["run"] = "utls"
-    for mode in ("tls", "ucobs") + QUIC_MODES:
+    for mode in ("tls", "ucobs") + EVLOOP_MODES + QUIC_MODES:
         if mode in results and "oracle" in results[mode]:
             o = results[mode]["oracle"]
             out[mode]["oracle_same_run"] = {k: o[k] for k in ("delayed_gt_rtt", "p50_ms", "p95_ms",
@@ -472,13 +501,13 @@ def summarize(cfg, results):
     # the mode minus its own oracle) and which was already there when the
     # last byte reached the host (the sender's loss recovery, congestion
     # control and the network: the oracle).
-    for mode in ("tls", "utls", "ucobs") + QUIC_MODES:
+    for mode in ("tls", "utls", "ucobs") + EVLOOP_MODES + QUIC_MODES:
         o = (out.get("oracle") if mode == "utls" else out.get(mode, {}).get("oracle_same_run"))
         if mode in out and o and o.get("delayed_gt_rtt") is not None:
             out[mode]["delayed_split"] = {
                 "at_host": o["delayed_gt_rtt"],
                 "added_by_receiver": round(out[mode]["delayed_gt_rtt"] - o["delayed_gt_rtt"], 6)}
-    for mode in ("utls", "ucobs") + QUIC_MODES:
+    for mode in ("utls", "ucobs") + EVLOOP_MODES + QUIC_MODES:
         if mode in results and "oracle_latencies" in results[mode]:
             lag = analyze.behind_oracle(results[mode]["latencies"],
                                         results[mode]["oracle_latencies"])
@@ -571,7 +600,7 @@ def table(doc):
     rows = ["%-13s %11s %12s %8s %8s %8s %13s %16s" % (
         "mode", "delivered", "delayed>RTT", "p50 ms", "p95 ms", "p99 ms", "out-of-order",
         "CPU ms/1000 r/s")]
-    for key in MODES + ("oracle",):
+    for key in MODES + EVLOOP_MODES + ("oracle",):
         m = doc.get(key)
         if not m:
             continue
@@ -660,6 +689,10 @@ def main():
     ap.add_argument("--smoke", action="store_true",
                     help="ctest: a few dozen messages of the QUIC modes, then checks of the "
                          "JSON (exit 1 when one fails, 77 without root)")
+    ap.add_argument("--smoke-evloop", action="store_true",
+                    help="ctest: a short run of utls and the unmodified event-loop receivers "
+                         "at 5%% loss; each must be within 0.02 of its own capture's oracle "
+                         "(exit 1 when one is not, 77 without root)")
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--interval", type=float, default=20.0)
     ap.add_argument("--size", type=int, default=1426,
@@ -705,6 +738,8 @@ def main():
                   a.quic_bin, quic=not a.no_quic and not a.demo)
     if a.smoke:
         return smoke(setup, a)
+    if a.smoke_evloop:
+        return smoke_evloop(setup, a)
     wanted = set() if a.variants == "none" else set(v for v in a.variants.split(",") if v)
     unknown = wanted - set(VARIANTS) - set(EXTRA_VARIANTS)
     if unknown:
@@ -732,7 +767,7 @@ def main():
                "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt,
                "loss_pct": a.loss, "loss_dir": "fwd (sender to receiver; ACKs unharmed)",
                "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
-        res = run_point(setup, cfg, "headline")
+        res = run_point(setup, cfg, "headline", modes=HEADLINE_MODES)
         doc = summarize(cfg, res)
         doc["targets"] = {
             "tls.delayed_gt_rtt >= 0.08": doc["tls"]["delayed_gt_rtt"] >= 0.08,
@@ -742,6 +777,13 @@ def main():
         }
         if "ucobs" in doc:
             doc["targets"]["ucobs.delayed_gt_rtt <= 0.03"] = doc["ucobs"]["delayed_gt_rtt"] <= 0.03
+        for m in EVLOOP_MODES:
+            # Issue 19, point 1: each unmodified event loop within 0.005 of
+            # the oracle (the utls run's capture; its own is in
+            # oracle_same_run).
+            if m in doc:
+                doc["targets"]["|%s - oracle| <= 0.005" % m] = abs(
+                    doc[m]["delayed_gt_rtt"] - doc["oracle"]["delayed_gt_rtt"]) <= 0.005
         cdf_plot(res, os.path.join(setup.out, "latency_cdf.png"),
                  "%d records of %d B (%d B on the wire) every %g ms, RTT %g ms, %g%% loss"
                  % (a.count, a.size, a.size + TLS13_OVERHEAD, a.interval, a.rtt, a.loss), a.rtt)
@@ -938,6 +980,53 @@ def smoke(setup, a):
     for b in bad:
         log("FAIL: " + b)
     log("smoke: %s (%s)" % ("FAIL" if bad else "ok", path))
+    return 1 if bad else 0
+
+
+def smoke_evloop(setup, a):
+    """ctest bench.smoke_latency_evloop: utls and the unmodified event-loop
+    receivers (EVLOOP_MODES) for 250 records at 5% loss, 100 ms RTT. Each
+    event loop must deliver every record exactly once and be within 0.02 of
+    the oracle of its own run's capture: an event loop that reads only when
+    the kernel says the socket is readable is an RTT late for every record
+    behind a hole (about 0.2 here), so this fails without the companion
+    library."""
+    count, slack = 250, 0.02
+    cfg = {"count": count, "interval_ms": a.interval, "size": a.size,
+           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": 5.0,
+           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+    modes = setup.modes(("utls",) + EVLOOP_MODES)
+    if len(modes) != 1 + len(EVLOOP_MODES):
+        log("FAIL: %s is missing (build first)" % setup.evloop_bin)
+        return 1
+    os.makedirs(setup.out, exist_ok=True)
+    try:
+        res = run_point(setup, cfg, "smoke_evloop", modes=modes, progress=False)
+        doc = summarize(cfg, res)
+    finally:
+        cleanup(setup)
+    path = os.path.join(setup.out, "latency_evloop.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(table(doc))
+    bad = []
+    for m in EVLOOP_MODES:
+        b = doc.get(m, {})
+        o = b.get("oracle_same_run", {}).get("delayed_gt_rtt")
+        if b.get("records_delivered") != count or b.get("duplicates") or b.get("bad"):
+            bad.append("%s: %r of %d delivered, %r duplicates, %r bad"
+                       % (m, b.get("records_delivered"), count, b.get("duplicates"),
+                          b.get("bad")))
+        elif o is None:
+            bad.append("%s: no oracle (capture)" % m)
+        elif b["delayed_gt_rtt"] - o > slack:
+            bad.append("%s: delayed>RTT %.4f, its oracle %.4f: not woken for records past "
+                       "a hole" % (m, b["delayed_gt_rtt"], o))
+        else:
+            log("%s: delayed>RTT %.4f, oracle of its run %.4f" % (m, b["delayed_gt_rtt"], o))
+    for b in bad:
+        log("FAIL: " + b)
+    log("smoke_evloop: %s (%s)" % ("FAIL" if bad else "ok", path))
     return 1 if bad else 0
 
 

@@ -425,6 +425,9 @@ long utls_seg_common_ctrl(seg_ctx *c, int cmd, long num, void *ptr)
     case UTLS_BIO_CTRL_READ_OFFSET:
         *(uint64_t *)ptr = c->read_off;
         return 1;
+    case UTLS_BIO_CTRL_INORDER_END:
+        *(uint64_t *)ptr = utls_seg_inorder_end(c);
+        return 1;
     case UTLS_BIO_CTRL_DISCARD: {
         const utls_bio_discard *d = ptr;
 

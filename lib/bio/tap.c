@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -205,7 +206,25 @@ struct tap_ctx_st {
     int woke;
     utls_bio_signals sig; /* always "maybe": the hub is checked in memory */
     UTLS_TAP_STATS stats;
+    /* Event-loop readiness (lib/bio/evloop.c): a poller thread drains the hub
+     * and tests the store while another thread may be in SSL_read. |lock|
+     * serialises every use of |cap| (never held across a wait). */
+    CRYPTO_RWLOCK *lock;
+    uint64_t token;   /* pushes that added fragment events */
+    uint64_t wakeups; /* readiness reports for fragments alone */
 };
+
+static void tap_lock_w(tap_ctx *t)
+{
+    if (t->lock != NULL)
+        (void)CRYPTO_THREAD_write_lock(t->lock);
+}
+
+static void tap_unlock(tap_ctx *t)
+{
+    if (t->lock != NULL)
+        (void)CRYPTO_THREAD_unlock(t->lock);
+}
 
 static int tap_type = -1;
 
@@ -215,12 +234,14 @@ static void tap_ctx_free(tap_ctx *t)
         return;
     utls_tap_hub_detach(t->att, t->gen);
     utls_segstore_free(t->cap);
+    CRYPTO_THREAD_lock_free(t->lock);
     OPENSSL_free(t);
 }
 
 static void tap_process(tap_ctx *t, const tap_pkt *p)
 {
     uint64_t end, off;
+    size_t nev;
     int32_t d;
 
     t->stats.packets++;
@@ -234,10 +255,13 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
     if (p->arrival_ns > t->stats.last_byte_ns)
         t->stats.last_byte_ns = p->arrival_ns;
     ERR_set_mark();
+    nev = utls_segstore_num_events(t->cap);
     if (!utls_segstore_push(t->cap, off, p->data, p->len, p->arrival_ns))
         ERR_pop_to_mark(); /* outside the window: like TCP, ignore it */
     else
         ERR_clear_last_mark();
+    if (utls_segstore_num_events(t->cap) > nev)
+        t->token++;
 }
 
 /* tap_drain moves what the hub holds for this connection into its store. */
@@ -285,6 +309,10 @@ static int tap_new(BIO *b)
         return 0;
     t->sock = -1;
     t->sig.pending = 1;
+    if ((t->lock = CRYPTO_THREAD_lock_new()) == NULL) {
+        OPENSSL_free(t);
+        return 0;
+    }
     BIO_set_data(b, t);
     BIO_set_init(b, 1);
     return 1;
@@ -292,9 +320,14 @@ static int tap_new(BIO *b)
 
 static int tap_free(BIO *b)
 {
+    tap_ctx *t;
+
     if (b == NULL)
         return 0;
-    tap_ctx_free(BIO_get_data(b));
+    t = BIO_get_data(b);
+    if (t != NULL && t->att != NULL)
+        utls_evloop_unregister(t->sock, b); /* no poller may reach it now */
+    tap_ctx_free(t);
     BIO_set_data(b, NULL);
     return 1;
 }
@@ -324,7 +357,9 @@ static int tap_read(BIO *b, char *out, int outl)
     if (next == NULL)
         return -1;
     if (t->att != NULL) {
+        tap_lock_w(t);
         tap_drain(t);
+        tap_unlock(t);
         fl = fcntl(t->sock, F_GETFL);
         if (fl >= 0 && (fl & O_NONBLOCK) == 0) {
             /*
@@ -342,8 +377,12 @@ static int tap_read(BIO *b, char *out, int outl)
                 struct pollfd p[2] = {{.fd = t->sock, .events = POLLIN},
                                       {.fd = utls_tap_hub_fd(), .events = POLLIN}};
                 int wait_ms = -1, n, timed = 0;
+                size_t nev;
 
-                if (utls_segstore_num_events(t->cap) > 0) {
+                tap_lock_w(t);
+                nev = utls_segstore_num_events(t->cap);
+                tap_unlock(t);
+                if (nev > 0) {
                     t->woke = 1;
                     BIO_set_retry_read(b);
                     return -1;
@@ -361,7 +400,7 @@ static int tap_read(BIO *b, char *out, int outl)
                 if (utls_tap_hub_num_attached() > 1
                     && (wait_ms < 0 || wait_ms > TAP_SHARED_WAIT_MS))
                     wait_ms = TAP_SHARED_WAIT_MS;
-                n = poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
+                n = utls_tap_poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
                 if (n < 0) {
                     if (errno == EINTR)
                         continue;
@@ -372,8 +411,11 @@ static int tap_read(BIO *b, char *out, int outl)
                     BIO_set_retry_read(b);
                     return -1;
                 }
+                tap_lock_w(t);
                 tap_drain(t);
-                if (p[0].revents != 0 && utls_segstore_num_events(t->cap) == 0)
+                nev = utls_segstore_num_events(t->cap);
+                tap_unlock(t);
+                if (p[0].revents != 0 && nev == 0)
                     break;
             }
         }
@@ -382,10 +424,49 @@ static int tap_read(BIO *b, char *out, int outl)
     BIO_copy_next_retry(b);
     if (r > 0) {
         t->sock_read_off += (uint64_t)r;
-        if (t->cap != NULL)
+        if (t->cap != NULL) {
+            tap_lock_w(t);
             utls_segstore_skip_inorder(t->cap, t->sock_read_off);
+            tap_unlock(t);
+            /* The in-order stream moved: fragments may wake the loop again. */
+            __atomic_store_n(&t->sig.spurious_run, 0, __ATOMIC_RELAXED);
+        }
     }
     return r;
+}
+
+/*
+ * tap_evloop_ready: could a read of the SSL over this tap deliver a record
+ * without its socket being readable? Yes when the SSL holds a record verified
+ * past a hole, or when captured bytes past the hole wait to be looked at (a
+ * cheap test: nothing is decrypted here; the read that follows verifies them,
+ * and a read that finds nothing is a spurious wake-up, counted and bounded by
+ * UTLS_EVLOOP_MAX_SPURIOUS_RUN). Readiness is per connection even though the
+ * capture descriptor is shared; the store is used under the tap's lock.
+ */
+static long tap_evloop_ready(tap_ctx *t, utls_evloop_state *out)
+{
+    size_t nev, held;
+    int ready;
+
+    tap_lock_w(t);
+    tap_drain(t);
+    nev = utls_segstore_num_events(t->cap);
+    held = __atomic_load_n(&t->sig.held_for_reader, __ATOMIC_ACQUIRE);
+    ready = held > 0;
+    if (!ready && nev > 0
+        && __atomic_load_n(&t->sig.spurious_run, __ATOMIC_RELAXED) < UTLS_EVLOOP_MAX_SPURIOUS_RUN) {
+        ready = 1;
+        if (!__atomic_exchange_n(&t->sig.offered, 1, __ATOMIC_ACQ_REL))
+            t->wakeups++;
+    }
+    if (out != NULL) {
+        out->token = t->token;
+        out->wakeups = t->wakeups;
+        out->spurious = __atomic_load_n(&t->sig.spurious, __ATOMIC_RELAXED);
+    }
+    tap_unlock(t);
+    return ready;
 }
 
 static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
@@ -397,9 +478,13 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
     case UTLS_BIO_CTRL_NEXT_FRAGMENT:
         if (t->att == NULL)
             return 0;
+        tap_lock_w(t);
         tap_drain(t);
-        if (!utls_segstore_take_event(t->cap, ptr))
+        if (!utls_segstore_take_event(t->cap, ptr)) {
+            tap_unlock(t);
             return 0;
+        }
+        tap_unlock(t);
         t->stats.fragments++;
         return 1;
     case UTLS_BIO_CTRL_READ_OFFSET:
@@ -407,6 +492,18 @@ static long tap_ctrl(BIO *b, int cmd, long num, void *ptr)
             return 0;
         *(uint64_t *)ptr = t->sock_read_off;
         return 1;
+    case UTLS_BIO_CTRL_INORDER_END: {
+        int avail = 0;
+
+        /* The kernel's count, not the capture's: only bytes the socket will
+         * really return count as in order. */
+        if (t->att == NULL || ioctl(t->sock, FIONREAD, &avail) != 0 || avail < 0)
+            return 0;
+        *(uint64_t *)ptr = t->sock_read_off + (uint64_t)avail;
+        return 1;
+    }
+    case UTLS_BIO_CTRL_EVLOOP_READY:
+        return t->att != NULL ? tap_evloop_ready(t, ptr) : 0;
     case UTLS_BIO_CTRL_TAKE_WAKEUP: {
         int w = t->woke;
 
@@ -462,6 +559,7 @@ BIO *utls_tap_wrap(BIO *sock, uint64_t read_off)
         return NULL;
     }
     BIO_push(tap, sock);
+    (void)utls_evloop_register(fd, tap);
     return tap;
 }
 

@@ -184,4 +184,21 @@ size_t utls_tap_hub_num_attached(void);
 /* utls_tap_hub_ring_drops: the kernel's ring drops since the hub opened. */
 uint64_t utls_tap_hub_ring_drops(void);
 
+
+/*
+ * After this many readiness reports in a row for captured fragments that
+ * completed no record (spurious wake-ups), fragments alone stop making the
+ * connection ready until an early record is delivered or the socket's
+ * in-order stream moves. Attack bounded: segments injected past a hole
+ * (headers that never verify) wake an event loop at most this many times per
+ * genuine in-order read; the records then come in order as with stock TLS.
+ */
+#define UTLS_EVLOOP_MAX_SPURIOUS_RUN 16
+
+/* utls_tap_poll is poll() through the system call itself (lib/bio/evloop.c):
+ * a companion library that interposes poll() for event loops
+ * (docs/evloop.md) must not see the tap's own wait on its socket and ring. */
+struct pollfd;
+int utls_tap_poll(struct pollfd *p, unsigned long n, int timeout_ms);
+
 #endif

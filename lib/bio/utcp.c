@@ -131,6 +131,7 @@ static long utcp_ctrl(BIO *b, int cmd, long num, void *ptr)
     switch (cmd) {
     case UTLS_BIO_CTRL_NEXT_FRAGMENT:
     case UTLS_BIO_CTRL_READ_OFFSET:
+    case UTLS_BIO_CTRL_INORDER_END:
     case UTLS_BIO_CTRL_DISCARD:
     case UTLS_BIO_CTRL_TAKE_WAKEUP:
     case UTLS_BIO_CTRL_GET_SIGNALS:

@@ -61,6 +61,14 @@ int utls_segstore_read_would_block(const utls_segstore *c);
  * when the ring holds captured segments), for callers that poll; -1 or 0
  * otherwise. */
 #define UTLS_BIO_CTRL_GET_CAPTURE_FD 0x7578
+/* UTLS_BIO_CTRL_EVLOOP_READY: ptr is a utls_evloop_state; a tap BIO drains its
+ * ring under its lock and returns 1 if a read of the SSL over it could deliver
+ * a record without the socket being readable (see lib/bio/evloop.c), else 0. */
+#define UTLS_BIO_CTRL_EVLOOP_READY 0x757a
+/* UTLS_BIO_CTRL_INORDER_END: ptr is a uint64_t; returns 1 and stores the stream
+ * offset up to which in-order bytes can be read now without waiting (the tap:
+ * what it read from the socket plus what the kernel holds readable), or 0. */
+#define UTLS_BIO_CTRL_INORDER_END 0x757b
 /* UTLS_BIO_CTRL_DISCARD: ptr is a const utls_bio_discard * (num unused). If
  * its offset is the next byte BIO_read() would return and its len in-order
  * bytes are all here, passes them without returning them and returns 1 (the
@@ -102,6 +110,18 @@ typedef struct {
      * caller pushed: when utls_segstore_read_would_block(events) says so,
      * the SSL may report SSL_ERROR_WANT_READ without the call. */
     int read_is_push_only;
+    /* Event-loop readiness (lib/bio/evloop.c, docs/evloop.md), read and
+     * written with __atomic builtins because a poller thread reads them
+     * while another thread runs SSL_read. |held_for_reader|: records the SSL
+     * holds verified past a hole (written by the SSL after every read).
+     * |offered|: the tap reported the connection ready for fragments alone,
+     * and no read has looked at them yet. |spurious|: reads after such a
+     * report that delivered no early record; |spurious_run| the same since
+     * the last early record or in-order byte (UTLS_EVLOOP_MAX_SPURIOUS_RUN). */
+    size_t held_for_reader;
+    int offered;
+    uint64_t spurious;
+    uint32_t spurious_run;
 } utls_bio_signals;
 
 typedef struct {
@@ -127,6 +147,20 @@ BIO_METHOD *utls_bio_method_new(int *out_type, int kind, const char *name,
  * its next BIO unchanged (uTCP, tap). */
 int utls_bio_filter_write(BIO *b, const char *in, int inl);
 int utls_tap_start_syn_watch(void);
+
+/* What UTLS_BIO_CTRL_EVLOOP_READY reports besides readiness. */
+typedef struct {
+    uint64_t token;    /* changes when new bytes past the hole were captured */
+    uint64_t wakeups;  /* readiness reports for captured fragments alone */
+    uint64_t spurious; /* of those, reads that delivered no early record */
+} utls_evloop_state;
+
+/* utls_evloop_register notes that TCP socket |fd| is read through tap BIO
+ * |tap| (lib/bio/evloop.c), for the descriptor-level readiness calls; 0 if the
+ * registry is full (the connection then just gets no early wake-ups). */
+int utls_evloop_register(int fd, BIO *tap);
+/* utls_evloop_unregister forgets |tap| (before it is freed). */
+void utls_evloop_unregister(int fd, BIO *tap);
 
 /* utls_segstore_take_event: see UTLS_BIO_CTRL_NEXT_FRAGMENT. */
 int utls_segstore_take_event(utls_segstore *c, utls_bio_fragment *f);

@@ -47,6 +47,11 @@ static int utls_auto_tap(SSL *s, utls_conn *c)
         return 0;
     }
     ERR_clear_last_mark();
+    /* The tap may come in the middle of a read whose socket BIO just said
+     * "retry" (a non-blocking socket with nothing to read): the tap says it
+     * too, or SSL_get_error() would see no retry flag on the new read BIO and
+     * report SSL_ERROR_SYSCALL instead of SSL_ERROR_WANT_READ. */
+    BIO_copy_next_retry(tap);
     s->rbio = tap; /* the socket BIO is its next; SSL_free frees the chain */
     return 1;
 }

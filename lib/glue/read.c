@@ -11,9 +11,55 @@
 
 #include "glue_local.h"
 
+/*
+ * evloop_note_read publishes, for a poller thread (lib/bio/evloop.c), how many
+ * records this SSL holds for the reader, and counts a read after a readiness
+ * report for captured bytes alone that delivered no early record (a spurious
+ * wake-up). |delivered_early|: this read returns a record verified past a
+ * hole.
+ */
+static void evloop_note_read(SSL *s, utls_conn *c, int delivered_early)
+{
+    utls_bio_signals *sig;
+
+    if (c->rx.sig == NULL || c->rx.sig_bio != s->rbio)
+        return;
+    sig = (utls_bio_signals *)c->rx.sig; /* the fields below are the SSL's to write */
+    __atomic_store_n(&sig->held_for_reader,
+                     c->rx.ready.num + (c->rx.ready.partial_active ? 1 : 0), __ATOMIC_RELEASE);
+    if (delivered_early) {
+        __atomic_store_n(&sig->offered, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&sig->spurious_run, 0, __ATOMIC_RELAXED);
+    } else if (__atomic_exchange_n(&sig->offered, 0, __ATOMIC_ACQ_REL)) {
+        __atomic_add_fetch(&sig->spurious, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&sig->spurious_run, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/*
+ * inorder_goes_first: among records deliverable now, the lowest sequence
+ * number goes first. When a retransmission has filled the hole before ready
+ * record |r| (the read BIO can return every byte up to the end of |r| without
+ * waiting), the in-order path holds records numbered below |r| that are
+ * deliverable too: it reads them first (skipping those delivered ahead) and
+ * reaches |r| in order. Returns 1 if the in-order path should read now.
+ */
+static int inorder_goes_first(SSL *s, const utls_conn *c, const utls_ready_record *r)
+{
+    uint64_t end = 0;
+
+    if (r->gen != c->rx.gen || utls_inorder_seq(s) >= r->seq || s->rbio == NULL)
+        return 0;
+    if (BIO_ctrl(s->rbio, UTLS_BIO_CTRL_INORDER_END, 0, &end) != 1)
+        return 0;
+    return end >= r->offset + r->wire_len;
+}
+
 int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_t *readbytes,
                          int *out_ret)
 {
+    int ret;
+
     utls_conn *c;
     utls_ready_record *r;
     size_t n;
@@ -26,8 +72,11 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     c->rx.cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
     c->rx.ip_tunnel = (s->mode & SSL_MODE_UTLS_IP_TUNNEL) != 0;
     c->rx.post_handshake = 1;
-    if (c->rx.ready.partial_active)
-        return utls_ready_partial_read(c, buf, len, peek, readbytes, out_ret);
+    if (c->rx.ready.partial_active) {
+        ret = utls_ready_partial_read(c, buf, len, peek, readbytes, out_ret);
+        evloop_note_read(s, c, 1);
+        return ret;
+    }
     /* The hot path in order: the BIO's signals, read in place, say nothing
      * waits; no call. */
     if (s->rbio != NULL
@@ -38,6 +87,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     while (c->rx.ready.num > 0 && c->rx.ready.rec[0].gen < c->rx.gen)
         utls_ready_remove(c, 0); /* records of an older key were read in order */
     if (c->rx.ready.num == 0) {
+        evloop_note_read(s, c, 0);
         /* Before the in-order read (not after it failed: SSL_READING), with
          * no in-order byte in the segment BIO and none in OpenSSL's buffer,
          * that read could only fail with the retry flag: say so without it.
@@ -76,6 +126,10 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         return UTLS_HOOK_PASS;
     }
     r = &c->rx.ready.rec[0];
+    if (inorder_goes_first(s, c, r)) {
+        evloop_note_read(s, c, 1); /* a record is delivered, in order */
+        return UTLS_HOOK_PASS;
+    }
     n = r->len;
     if (len < n) {
         if ((s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
@@ -109,6 +163,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         }
         utls_ready_remove(c, 0);
     }
+    evloop_note_read(s, c, 1);
     s->rwstate = SSL_NOTHING;
     *out_ret = 1;
     return UTLS_HOOK_HANDLED;

@@ -484,6 +484,27 @@ static void test_ucobs(void)
     close(p.lfd);
 }
 
+/* The readiness calls on what has no tap: "nothing to poll, nothing ready",
+ * and nothing on the error queue (they never queue one). */
+static void test_evloop(void)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_method());
+    SSL *s = ctx != NULL ? SSL_new(ctx) : NULL;
+    uint64_t token = 0, wakeups = 0, spurious = 0;
+
+    if (s == NULL)
+        die("SSL_new");
+    report("UTLS_evloop_get_fd", UTLS_evloop_get_fd(s) == -1);
+    report("UTLS_evloop_ready", UTLS_evloop_ready(s) == 0);
+    (void)UTLS_evloop_generation(); /* a number: any value is right */
+    report("UTLS_evloop_generation", 1);
+    report("UTLS_evloop_fd_get_capture_fd", UTLS_evloop_fd_get_capture_fd(0) == -1);
+    report("UTLS_evloop_fd_ready", UTLS_evloop_fd_ready(0, &token) == 0);
+    report("UTLS_evloop_get_wakeups", UTLS_evloop_get_wakeups(0, &wakeups, &spurious) == 0);
+    SSL_free(s);
+    SSL_CTX_free(ctx);
+}
+
 int main(void)
 {
     /* The tap needs CAP_NET_RAW: an AF_PACKET socket tells whether we have it. */
@@ -500,6 +521,7 @@ int main(void)
     test_unordered_ern_tap(have_tap);
     test_sched_streams();
     test_ucobs();
+    test_evloop();
     printf("%d failure(s)\n", failures);
     EVP_PKEY_free(key);
     X509_free(cert);

@@ -194,6 +194,45 @@ static void test_inorder_idle_read_sees_next_push(void **state)
     pair_free(&p);
 }
 
+/*
+ * Issue 19, point 5: among records deliverable at the same moment, the lowest
+ * sequence number goes first. Records 1 and 2 complete past the hole at record
+ * 0 and are verified together; the application reads record 1 early, and
+ * before it reads record 2 the retransmission fills the hole: record 0 (in
+ * order) comes before record 2, which then comes in order too. A peek sees
+ * the record the next read returns.
+ */
+static void test_inorder_filled_hole_goes_first(void **state)
+{
+    pair p;
+    uint8_t buf[RECORD_LEN + 100];
+    uint64_t t0;
+    UTLS_STATS st;
+    int peek;
+
+    (void)state;
+    for (peek = 0; peek <= 1; peek++) {
+        pair_new(&p, SSL_MODE_UNORDERED);
+        t0 = uh_monotonic_ns();
+        push(p.tls.seg, &p, 1);
+        push(p.tls.seg, &p, 2);
+        expect_record(&p, 1, 1, t0); /* early: record 2 waits verified */
+        assert_int_equal(SSL_pending(p.tls.s), RECORD_LEN);
+        push(p.tls.seg, &p, 0); /* the retransmission */
+        if (peek) {
+            assert_int_equal(SSL_peek(p.tls.s, buf, sizeof(buf)), RECORD_LEN);
+            assert_memory_equal(buf, p.plain[0], RECORD_LEN);
+        }
+        expect_record(&p, 0, 0, t0); /* before record 2 */
+        expect_record(&p, 2, 0, t0);
+        expect_want_read(&p);
+        st = stats(&p);
+        assert_int_equal(st.records_out_of_order, 1);
+        assert_int_equal(st.records_in_order, 2);
+        pair_free(&p);
+    }
+}
+
 static void test_inorder_new_read_bio(void **state)
 {
     pair p;
@@ -382,6 +421,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inorder_metadata_counted_once),
         cmocka_unit_test(test_inorder_idle_read_sees_next_push),
+        cmocka_unit_test(test_inorder_filled_hole_goes_first),
         cmocka_unit_test(test_inorder_new_read_bio),
         cmocka_unit_test(test_inorder_arrival_never_stale),
         cmocka_unit_test(test_inorder_zero_length_buffer),
