@@ -208,6 +208,45 @@ static int seg_store_window_ok(const seg_ctx *c, uint64_t offset, size_t len)
     return 0;
 }
 
+/*
+ * seg_push_captured is utls_seg_push for the tap's store. Its in-order point
+ * is the local kernel's (utls_segstore_skip_inorder), never moved by what
+ * was captured: a captured segment is a claim the kernel may have rejected
+ * (a forged copy at a lost offset that lined up with the in-order end would
+ * otherwise hide the hole and every record behind it). So every captured
+ * byte at or past the in-order point goes to the store, as bytes past a
+ * hole, and the record layer authenticates what it finds there.
+ */
+static int seg_push_captured(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
+                             uint64_t arrival_ns)
+{
+    uint64_t end = c->read_off;
+
+    if (offset + len <= end)
+        return 1; /* the kernel has these bytes */
+    if (offset < end) {
+        data += end - offset;
+        len -= (size_t)(end - offset);
+        offset = end;
+    }
+    if (!seg_store_window_ok(c, offset, len))
+        return 0;
+    switch (seg_store_insert(c, offset, data, len)) {
+    case UTLS_REASM_STORED:
+        seg_queue_event(c, offset, len, arrival_ns);
+        return 1;
+    case UTLS_REASM_NO_NEW_DATA:
+        return 1;
+    case UTLS_REASM_DROPPED:
+        utls_raise(UTLS_R_OUTSIDE_WINDOW, "receive buffer full");
+        return 0;
+    case UTLS_REASM_INVALID:
+    case UTLS_REASM_ERROR:
+    default:
+        return 0;
+    }
+}
+
 /* utls_seg_push is UTLS_BIO_segment_push on the context. */
 int utls_seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
                   uint64_t arrival_ns)
@@ -222,6 +261,8 @@ int utls_seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t
                    (unsigned long long)offset, len);
         return 0;
     }
+    if (c->discard_inorder)
+        return seg_push_captured(c, offset, data, len, arrival_ns);
     if (offset + len <= end)
         return 1; /* already received: a retransmission or duplicate */
     if (offset + len - end > c->window) {
@@ -490,7 +531,8 @@ void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset)
     if (offset > c->read_off) {
         c->read_off = offset;
         utls_reasm_advance(c->ooo, offset);
-        seg_pull_contiguous(c);
+        /* Held bytes that now touch the in-order point stay held: only the
+         * kernel says which bytes it took (seg_push_captured). */
     }
 }
 

@@ -35,6 +35,7 @@
 #include "common/utls_common.h"
 #include "bio/utls_bio.h"
 #include "bio/tap_local.h"
+#include "bio/tap_validate.h"
 
 typedef struct {
     tap_key key;
@@ -365,6 +366,10 @@ typedef struct {
     int woke;
     utls_bio_signals sig; /* always "maybe": the ring is checked in memory */
     UTLS_TAP_STATS stats;
+    /* The local kernel's in-order point (SIOCINQ past sock_read_off) when
+     * the ring was last drained, and what validation knows (tap_validate.h). */
+    uint64_t confirmed;
+    utls_tap_validator val;
 } tap_ctx;
 
 static int tap_type = -1;
@@ -379,6 +384,18 @@ static void tap_ctx_free(tap_ctx *t)
         close(t->pfd);
     utls_segstore_free(t->cap);
     OPENSSL_free(t);
+}
+
+/* tap_confirm moves the capture store's in-order point to where the
+ * kernel's own in-order stream reaches: only the kernel moves it (a forged
+ * copy of a lost segment lined up with it would otherwise hide the hole). */
+static void tap_confirm(tap_ctx *t)
+{
+    uint64_t k = utls_tap_kernel_inorder(t->sock, t->sock_read_off);
+
+    if (k > t->confirmed)
+        t->confirmed = k;
+    utls_segstore_skip_inorder(t->cap, t->confirmed);
 }
 
 static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
@@ -403,6 +420,11 @@ static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
     if (d < 0 && (uint64_t)(-(int64_t)d) > end)
         return;
     off = end + (int64_t)d;
+    /* What the kernel would drop does not enter the store (tap_validate.h). */
+    if (utls_tap_validate(&t->val, p, h->tp_snaplen - (h->tp_net - h->tp_mac), h->tp_status, &seg,
+                          off, t->confirmed, utls_tap_query_outq, &t->sock)
+        != UTLS_TAP_SEG_OK)
+        return;
     ts = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec + (uint64_t)t->real_to_mono_ns;
     t->stats.payload_bytes += seg.payload_len;
     if (ts > t->stats.last_byte_ns)
@@ -414,9 +436,12 @@ static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
         ERR_clear_last_mark();
 }
 
-/* tap_drain processes every block the kernel has handed over. No syscall. */
+/* tap_drain processes every block the kernel has handed over: one ioctl
+ * (tap_confirm) when there is any. */
 static void tap_drain(tap_ctx *t)
 {
+    int confirmed = 0;
+
     for (;;) {
         struct tpacket_block_desc *b =
             (void *)(t->ring + (size_t)t->cur_block * UTLS_TAP_BLOCK_SIZE);
@@ -425,6 +450,10 @@ static void tap_drain(tap_ctx *t)
 
         if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0)
             return;
+        if (!confirmed) {
+            tap_confirm(t);
+            confirmed = 1;
+        }
         n = b->hdr.bh1.num_pkts;
         pkt = (const unsigned char *)b + b->hdr.bh1.offset_to_first_pkt;
         for (i = 0; i < n; i++) {
@@ -471,6 +500,8 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     t->sock = fd;
     t->stream_seq0 = isn + 1;
     t->sock_read_off = read_off;
+    t->confirmed = read_off;
+    t->val.rcv_window = utls_tap_rcv_window(fd);
     utls_segstore_skip_inorder(t->cap, read_off);
     clock_gettime(CLOCK_REALTIME, &rt);
     clock_gettime(CLOCK_MONOTONIC, &mt);
