@@ -310,6 +310,13 @@ if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
     mv "$tree.tmp" "$tree"
     echo "$patch_id" >"$tree/.utls-patched"
 fi
+# The modules' public headers beside utls.h (which includes them): linked
+# outside the step above so that a tree prepared before a header was added
+# gets it too.
+for h in "$repo"/include/openssl/utls_*.h; do
+    [ -e "$h" ] || continue
+    [ -e "$tree/include/openssl/${h##*/}" ] || ln -s "$h" "$tree/include/openssl/${h##*/}"
+done
 
 # --- 5. Configure out of tree, as Debian does (build_shared/) ---------------
 # Configure runs again when the options or the set of our source files change,

@@ -1130,4 +1130,7 @@ int UTLS_get_lib(void);
 # ifdef __cplusplus
 }
 # endif
+
+/* The modules' own headers. */
+# include <openssl/utls_tapcheck.h>
 #endif /* OPENSSL_UTLS_H */

@@ -370,6 +370,7 @@ typedef struct {
      * the ring was last drained, and what validation knows (tap_validate.h). */
     uint64_t confirmed;
     utls_tap_validator val;
+    utls_tap_kernel_query query;
 } tap_ctx;
 
 static int tap_type = -1;
@@ -396,6 +397,7 @@ static void tap_confirm(tap_ctx *t)
     if (k > t->confirmed)
         t->confirmed = k;
     utls_segstore_skip_inorder(t->cap, t->confirmed);
+    utls_tap_validator_drain(&t->val);
 }
 
 static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
@@ -422,7 +424,7 @@ static void tap_process(tap_ctx *t, const struct tpacket3_hdr *h)
     off = end + (int64_t)d;
     /* What the kernel would drop does not enter the store (tap_validate.h). */
     if (utls_tap_validate(&t->val, p, h->tp_snaplen - (h->tp_net - h->tp_mac), h->tp_status, &seg,
-                          off, t->confirmed, utls_tap_query_outq, &t->sock)
+                          off, t->confirmed, &t->query)
         != UTLS_TAP_SEG_OK)
         return;
     ts = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec + (uint64_t)t->real_to_mono_ns;
@@ -501,7 +503,7 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     t->stream_seq0 = isn + 1;
     t->sock_read_off = read_off;
     t->confirmed = read_off;
-    t->val.rcv_window = utls_tap_rcv_window(fd);
+    t->query = utls_tap_socket_query(&t->sock);
     utls_segstore_skip_inorder(t->cap, read_off);
     clock_gettime(CLOCK_REALTIME, &rt);
     clock_gettime(CLOCK_MONOTONIC, &mt);
@@ -721,5 +723,27 @@ int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats)
     if (t->pfd >= 0 && getsockopt(t->pfd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
         t->stats.ring_drops += st.tp_drops;
     *out_stats = t->stats;
+    return 1;
+}
+
+int UTLS_BIO_tap_get_check_stats(BIO *b, UTLS_TAP_CHECK_STATS *out_stats, size_t stats_size)
+{
+    UTLS_TAP_CHECK_STATS st;
+    const tap_ctx *t;
+
+    if (b == NULL || out_stats == NULL || stats_size > sizeof(st) || tap_type < 0
+        || BIO_method_type(b) != tap_type)
+        return 0;
+    t = BIO_get_data(b);
+    memset(&st, 0, sizeof(st));
+    st.passed = t->val.counts[UTLS_TAP_SEG_OK];
+    st.bad_checksum = t->val.counts[UTLS_TAP_SEG_BAD_CHECKSUM];
+    st.bad_flags = t->val.counts[UTLS_TAP_SEG_BAD_FLAGS];
+    st.out_of_window = t->val.counts[UTLS_TAP_SEG_OUT_OF_WINDOW];
+    st.bad_ack = t->val.counts[UTLS_TAP_SEG_BAD_ACK];
+    st.paws = t->val.counts[UTLS_TAP_SEG_PAWS];
+    st.checksum_unchecked = t->val.csum_unchecked;
+    st.checksum_by_device = t->val.csum_by_device;
+    memcpy(out_stats, &st, stats_size);
     return 1;
 }

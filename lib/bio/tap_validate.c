@@ -4,7 +4,6 @@
  * (see tap_validate.h for why). A segment that fails is not stored: it
  * cannot hide a hole or take the place of the genuine copy.
  */
-#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -131,7 +130,7 @@ static int tcp_timestamp(const unsigned char *t, size_t thl, uint32_t *out_tsval
 utls_tap_verdict utls_tap_validate(utls_tap_validator *v, const unsigned char *pkt, size_t len,
                                    unsigned int tp_status, const tap_segment *seg,
                                    uint64_t offset, uint64_t confirmed,
-                                   long (*query_outq)(void *arg), void *arg)
+                                   const utls_tap_kernel_query *q)
 {
     utls_tap_verdict verdict = UTLS_TAP_SEG_OK;
     size_t off, tcp_len, thl;
@@ -171,10 +170,20 @@ utls_tap_verdict utls_tap_validate(utls_tap_validator *v, const unsigned char *p
         verdict = UTLS_TAP_SEG_BAD_FLAGS;
         goto done;
     }
-    /* The receive window: a segment that starts past it is dropped. */
-    if (v->rcv_window != 0 && offset >= confirmed && offset - confirmed >= v->rcv_window) {
-        verdict = UTLS_TAP_SEG_OUT_OF_WINDOW;
-        goto done;
+    /* The receive window (RFC 9293 3.10.7.4): a segment that starts past
+     * it is dropped. */
+    if (offset >= confirmed && offset - confirmed >= v->rcv_window) {
+        if (v->rcvbuf_stale && q != NULL) {
+            long b = q->rcvbuf(q->sock_ptr);
+
+            v->rcvbuf_stale = 0;
+            if (b > 0 && (uint64_t)b > v->rcv_window)
+                v->rcv_window = (uint64_t)b;
+        }
+        if (offset - confirmed >= v->rcv_window) {
+            verdict = UTLS_TAP_SEG_OUT_OF_WINDOW;
+            goto done;
+        }
     }
     /*
      * The ACK. The kernel drops a segment acknowledging data it never sent
@@ -185,11 +194,12 @@ utls_tap_verdict utls_tap_validate(utls_tap_validator *v, const unsigned char *p
     if (v->ack_known) {
         int32_t d = (int32_t)(ack - v->ack_max);
 
-        if (d > 0 && (uint32_t)d > v->outq + UTLS_TAP_ACK_SLACK && query_outq != NULL) {
-            long q = query_outq(arg);
+        if (d > 0 && (uint32_t)d > v->outq + UTLS_TAP_ACK_SLACK && v->outq_stale && q != NULL) {
+            long n = q->outq(q->sock_ptr);
 
-            if (q >= 0)
-                v->outq = (uint32_t)q;
+            v->outq_stale = 0;
+            if (n >= 0)
+                v->outq = (uint32_t)n;
         }
         if ((d > 0 && (uint32_t)d > v->outq + UTLS_TAP_ACK_SLACK)
             || (d < 0 && (uint32_t)(-(int64_t)d) > UTLS_TAP_ACK_MAX_BEHIND)) {
@@ -240,28 +250,30 @@ uint64_t utls_tap_kernel_inorder(int sock, uint64_t read_off)
     return read_off + (uint64_t)inq;
 }
 
-long utls_tap_query_outq(void *sock_ptr)
+static long query_outq(void *sock_ptr)
 {
-    int q;
+    int n;
 
-    return ioctl(*(const int *)sock_ptr, SIOCOUTQ, &q) == 0 && q >= 0 ? (long)q : -1;
+    return ioctl(*(const int *)sock_ptr, SIOCOUTQ, &n) == 0 && n >= 0 ? (long)n : -1;
 }
 
-uint64_t utls_tap_rcv_window(int fd)
+static long query_rcvbuf(void *sock_ptr)
 {
-    int buf = 0;
-    socklen_t bl = sizeof(buf);
-    unsigned long lo, def, max = 0;
-    uint64_t w = 0;
-    FILE *f;
+    int n = 0;
+    socklen_t nl = sizeof(n);
 
-    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, &bl) == 0 && buf > 0)
-        w = (uint64_t)buf;
-    /* Read per tap, not cached: the system's setting may change. */
-    if ((f = fopen("/proc/sys/net/ipv4/tcp_rmem", "r")) != NULL) {
-        if (fscanf(f, "%lu %lu %lu", &lo, &def, &max) == 3 && max > w)
-            w = max;
-        fclose(f);
-    }
-    return w;
+    return getsockopt(*(const int *)sock_ptr, SOL_SOCKET, SO_RCVBUF, &n, &nl) == 0 ? (long)n : -1;
+}
+
+utls_tap_kernel_query utls_tap_socket_query(int *sock)
+{
+    utls_tap_kernel_query q = {query_outq, query_rcvbuf, sock};
+
+    return q;
+}
+
+void utls_tap_validator_drain(utls_tap_validator *v)
+{
+    v->outq_stale = 1;
+    v->rcvbuf_stale = 1;
 }

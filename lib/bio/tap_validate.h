@@ -71,10 +71,13 @@ typedef struct {
     uint32_t ack_max;
     int ack_known;
     uint32_t outq;
-    /* The receive window bound: the socket's receive buffer or the
-     * system's largest (tcp_rmem[2]), whichever is larger; TCP never
-     * advertises more than the buffer can hold. */
+    /* The receive window bound: the socket's receive buffer (SO_RCVBUF);
+     * TCP never advertises more than the buffer can hold. Autotuning only
+     * grows it, so it is read again (at most once per drain) when a segment
+     * lies past it. */
     uint64_t rcv_window;
+    /* Set by utls_tap_validator_drain: the kernel may be asked again. */
+    int outq_stale, rcvbuf_stale;
     /* Verdicts so far, indexed by utls_tap_verdict. */
     uint64_t counts[UTLS_TAP_SEG_PAWS + 1];
     /* Segments whose checksum the tap could not check (CHECKSUM_PARTIAL:
@@ -90,20 +93,33 @@ typedef struct {
  * must be 0xffff. Returns 1 if it is right. */
 int utls_tap_tcp_checksum_ok(const unsigned char *pkt, size_t len);
 
+/* utls_tap_kernel_query: how the validator asks the local kernel about the
+ * socket *(int *)|sock_ptr| (SIOCOUTQ, SO_RCVBUF); each returns -1 if the
+ * kernel does not say. */
+typedef struct {
+    long (*outq)(void *sock_ptr);
+    long (*rcvbuf)(void *sock_ptr);
+    void *sock_ptr;
+} utls_tap_kernel_query;
+
+/* utls_tap_validator_drain starts a drain of the ring: the kernel may be
+ * asked again, once each, when a segment needs it. Bounds the syscalls a
+ * flood of forged segments can cause to two per drain. */
+void utls_tap_validator_drain(utls_tap_validator *v);
+
 /*
  * utls_tap_validate decides whether the captured segment |seg| (parsed from
  * |pkt|, |len| bytes, network header first; |tp_status| the ring's status
  * word for it) may enter the out-of-order store. |offset| is its stream
  * offset and |confirmed| the local kernel's in-order point (every stream
- * byte below it the kernel has taken). |query_outq| is called (with |arg|)
- * at most once, only when an ACK lies past what is known, and returns the
- * socket's SIOCOUTQ or -1. Updates |v| (what passed teaches it the
- * timestamp and ACK) and its counts; returns the verdict.
+ * byte below it the kernel has taken). |q| (may be NULL) asks the kernel
+ * when a segment lies past what |v| knows. Updates |v| (what passed teaches
+ * it the timestamp and ACK) and its counts; returns the verdict.
  */
 utls_tap_verdict utls_tap_validate(utls_tap_validator *v, const unsigned char *pkt, size_t len,
                                    unsigned int tp_status, const tap_segment *seg,
                                    uint64_t offset, uint64_t confirmed,
-                                   long (*query_outq)(void *arg), void *arg);
+                                   const utls_tap_kernel_query *q);
 
 /* utls_tap_kernel_inorder returns the stream offset up to which the local
  * kernel has taken the connection's bytes in order: |read_off| (the next
@@ -111,13 +127,8 @@ utls_tap_verdict utls_tap_validate(utls_tap_validator *v, const unsigned char *p
  * ioctl; |read_off| if the kernel does not say. */
 uint64_t utls_tap_kernel_inorder(int sock, uint64_t read_off);
 
-/* utls_tap_query_outq returns the bytes the socket *(int *)|sock_ptr| has
- * sent or will send past what the peer acknowledged (SIOCOUTQ), or -1. */
-long utls_tap_query_outq(void *sock_ptr);
-
-/* utls_tap_rcv_window returns a bound on the receive window the kernel can
- * advertise for |fd|: its receive buffer, or the largest autotuning may
- * grow it to (tcp_rmem's maximum), whichever is larger; 0 if unknown. */
-uint64_t utls_tap_rcv_window(int fd);
+/* utls_tap_socket_query: the utls_tap_kernel_query of the TCP socket
+ * *|sock| (which must outlive its use). */
+utls_tap_kernel_query utls_tap_socket_query(int *sock);
 
 #endif
