@@ -87,6 +87,7 @@ static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t ar
     e = &c->events[(c->ev_head + c->ev_count) % UTLS_SEG_MAX_EVENTS];
     e->offset = offset;
     e->len = len;
+    e->other_copy = 0;
     /* The clock is read only for bytes past a hole, never on the in-order path. */
     e->arrival_ns = arrival_ns != 0 ? arrival_ns : utls_now_ns();
     c->ev_count++;
@@ -221,6 +222,8 @@ static int seg_push_captured(seg_ctx *c, uint64_t offset, const unsigned char *d
                              uint64_t arrival_ns)
 {
     uint64_t end = c->read_off;
+    utls_reasm_stats before, after;
+    utls_reasm_result r;
 
     if (offset + len <= end)
         return 1; /* the kernel has these bytes */
@@ -231,7 +234,16 @@ static int seg_push_captured(seg_ctx *c, uint64_t offset, const unsigned char *d
     }
     if (!seg_store_window_ok(c, offset, len))
         return 0;
-    switch (seg_store_insert(c, offset, data, len)) {
+    utls_reasm_get_stats(c->ooo, &before);
+    r = seg_store_insert(c, offset, data, len);
+    utls_reasm_get_stats(c->ooo, &after);
+    if (after.alt_copies_kept != before.alt_copies_kept) {
+        /* It differed from bytes held: the SSL gets this copy too, and
+         * keeps it in case the first one fails to authenticate. */
+        seg_queue_event(c, offset, len, arrival_ns);
+        c->events[(c->ev_head + c->ev_count - 1) % UTLS_SEG_MAX_EVENTS].other_copy = 1;
+    }
+    switch (r) {
     case UTLS_REASM_STORED:
         seg_queue_event(c, offset, len, arrival_ns);
         return 1;
@@ -441,6 +453,16 @@ static int seg_take_event(seg_ctx *c, utls_bio_fragment *f)
         utls_reasm_run run;
 
         seg_event_drop_oldest(c);
+        if (e.other_copy) {
+            /* Handed on whole, from the kept copy (if still kept). */
+            if (!utls_reasm_find_alternate(c->ooo, &run, e.offset) || e.offset < inorder)
+                continue;
+            f->offset = run.offset;
+            f->data = run.data;
+            f->len = run.len;
+            f->arrival_ns = e.arrival_ns;
+            return 1;
+        }
         if (start < inorder)
             start = inorder;
         if (start >= end || !utls_reasm_find_run(c->ooo, &run, start))
@@ -498,8 +520,12 @@ utls_segstore *utls_segstore_new(void)
 {
     seg_ctx *c = utls_seg_ctx_new();
 
-    if (c != NULL)
+    if (c != NULL) {
         c->discard_inorder = 1;
+        /* Its bytes are never the in-order stream (the socket's are): a
+         * differing later copy is kept and handed on (seg_push_captured). */
+        utls_reasm_keep_alternates(c->ooo, 1);
+    }
     return c;
 }
 

@@ -77,6 +77,11 @@ int utls_store_refresh(SSL *s, utls_conn *c)
         rl.max_fragments = c->limits.max_fragments;
         rl.max_window = c->limits.max_window;
         c->reasm = utls_reasm_new(&rl, c->inorder.next_offset);
+        /* The connection's own copy is never the in-order stream (OpenSSL
+         * reads that from the BIO): it may keep other copies of a range for
+         * a record that fails under the first (utls_try_other_copy). */
+        if (c->reasm != NULL)
+            utls_reasm_keep_alternates(c->reasm, 1);
     }
     c->store = c->reasm;
     return c->store != NULL;

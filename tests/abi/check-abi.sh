@@ -26,9 +26,11 @@ awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/fork" >"$tmp/fork.3"
 awk '$2 == "OPENSSL_3.0.0" { print $1 }' "$tmp/sys" >"$tmp/sys.3"
 awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/fork" >"$tmp/fork.other"
 awk '$2 != "OPENSSL_3.0.0" { print }' "$tmp/sys" >"$tmp/sys.other"
-sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);$/\1 UTLS_0.1/p' "$map" | sort -u >"$tmp/map"
-echo "UTLS_0.1 UTLS_0.1" >>"$tmp/map"
-sort -u -o "$tmp/map" "$tmp/map"
+# Each symbol with the node it is listed under (UTLS_0.1, UTLS_0.2, ...), and
+# each node's own version symbol.
+awk '/^[[:space:]]*UTLS_[0-9.]+[[:space:]]*\{/ { node = $1; print node, node; next }
+     node != "" && /^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;[[:space:]]*$/ {
+         sym = $1; sub(/;.*/, "", sym); print sym, node }' "$map" | sort -u >"$tmp/map"
 
 fail=0
 report() { echo "ABI: $1"; sed 's/^/    /' "$2"; fail=1; }
