@@ -96,11 +96,23 @@ uint64_t utls_store_epoch(const utls_conn *c)
 /* utls_shared_over_limits: with a shared store the BIO's receive window bounds
  * the memory; the connection's limits still bound what the out-of-order side
  * takes on (the bytes it scans and probes). A fragment past them is left to
- * the in-order stream, as a copy would have been dropped. */
+ * the in-order stream, as a copy would have been dropped. The store cannot be
+ * trimmed from here (it is the BIO's receive buffer), so the far side gives
+ * way instead: a fragment that ends within half of max_bytes_held of the
+ * in-order point is always taken, whatever lies further out. Otherwise data
+ * injected far ahead (a storm of forged headers, a spray of 1-byte segments)
+ * would hold the store over its limits and shut out the near, genuine
+ * fragments for as long as it stays (issue 20). The work it adds is bounded
+ * by that distance and by the probe budget. */
 static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *f)
 {
-    return f->offset + f->len - c->inorder.next_offset > c->limits.max_window
-        || utls_reasm_bytes_held(c->store) > c->limits.max_bytes_held
+    uint64_t reach = f->offset + f->len - c->inorder.next_offset;
+
+    if (reach > c->limits.max_window)
+        return 1;
+    if (reach <= c->limits.max_bytes_held / 2)
+        return 0;
+    return utls_reasm_bytes_held(c->store) > c->limits.max_bytes_held
         || utls_reasm_num_fragments(c->store) > c->limits.max_fragments;
 }
 

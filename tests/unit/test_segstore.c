@@ -229,6 +229,29 @@ static void test_segstore_tap_mode_forged_copy_keeps_hole(void **state)
     utls_segstore_free(c);
 }
 
+/* A later copy that differs from the bytes the tap's store holds is handed
+ * on as a fragment of its own, so that the SSL can keep it in case the first
+ * copy fails to authenticate (issue 20, point 6); an identical copy is not. */
+static void test_segstore_tap_mode_hands_on_other_copy(void **state)
+{
+    utls_segstore *c = utls_segstore_new();
+    unsigned char forged[20];
+    utls_bio_fragment f;
+
+    (void)state;
+    memset(forged, 0xee, sizeof(forged));
+    assert_int_equal(utls_segstore_push(c, 100, forged, 20, 0), 1); /* forged first */
+    assert_int_equal(utls_segstore_take_event(c, &f), 1);
+    assert_int_equal(utls_segstore_push(c, 100, stream + 100, 20, 0), 1); /* genuine */
+    assert_int_equal(utls_segstore_take_event(c, &f), 1);
+    assert_int_equal(f.offset, 100);
+    assert_int_equal(f.len, 20);
+    assert_memory_equal(f.data, stream + 100, 20);
+    assert_int_equal(utls_segstore_push(c, 100, forged, 20, 0), 1); /* the held copy again */
+    assert_int_equal(utls_segstore_take_event(c, &f), 0);
+    utls_segstore_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_segstore_events_bounded),
         cmocka_unit_test(test_segstore_tap_mode_skips_inorder),
         cmocka_unit_test(test_segstore_tap_mode_forged_copy_keeps_hole),
+        cmocka_unit_test(test_segstore_tap_mode_hands_on_other_copy),
     };
     return cmocka_run_group_tests_name("segstore", tests, setup, NULL);
 }
