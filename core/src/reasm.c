@@ -198,17 +198,21 @@ int utls_reasm_swap_alternate(utls_reasm *r, uint64_t offset, size_t len, uint64
     uint64_t end = (uint64_t)len > UINT64_MAX - offset ? UINT64_MAX : offset + len;
     size_t i;
 
-    for (i = 0; i < r->num_alts; i++) {
-        reasm_alt *a = &r->alts[i];
+    /* A copy never swapped in first: the record may span several copies
+     * (one per segment), and undoing the last swap before trying them all
+     * would go round in circles. Then those swapped in before. */
+    for (unsigned pass = 0; pass < UTLS_REASM_MAX_ALT_SWAPS; pass++) {
+        for (i = 0; i < r->num_alts; i++) {
+            reasm_alt *a = &r->alts[i];
 
-        if (a->swaps >= UTLS_REASM_MAX_ALT_SWAPS || a->offset >= end
-            || a->offset + a->len <= offset) {
-            continue;
-        }
-        if (reasm_alt_exchange(r, a, out_from, out_to)) {
-            a->swaps++;
-            r->stats.alt_swaps++;
-            return 1;
+            if (a->swaps != pass || a->offset >= end || a->offset + a->len <= offset) {
+                continue;
+            }
+            if (reasm_alt_exchange(r, a, out_from, out_to)) {
+                a->swaps++;
+                r->stats.alt_swaps++;
+                return 1;
+            }
         }
     }
     return 0;

@@ -193,6 +193,31 @@ static int utls_try_other_copy(utls_conn *c, const utls_scan_hit *hit)
     return 1;
 }
 
+/* utls_failed_other_copy: another copy of [offset, offset + len) has just
+ * been kept. A header whose record failed there already is not retried
+ * until a new anchor appears, so try the other copy for it now. Returns 1 if
+ * any bytes were swapped (and rescanned). */
+int utls_failed_other_copy(SSL *s, utls_conn *c, uint64_t offset, size_t len,
+                           uint64_t arrival_ns)
+{
+    size_t i;
+    int any = 0;
+
+    for (i = 0; i < c->failed.num; i++) {
+        utls_scan_hit hit = c->failed.hit[i];
+
+        if (hit.offset >= offset + len
+            || hit.offset + SSL3_RT_HEADER_LENGTH + hit.len <= offset)
+            continue;
+        if (utls_try_other_copy(c, &hit)) {
+            any = 1;
+            utls_process_run(s, c, hit.offset, arrival_ns);
+            break; /* the failed list may have changed under the rescan */
+        }
+    }
+    return any;
+}
+
 /* utls_process_run scans the run holding |offset| and tries every header. */
 void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns)
 {

@@ -155,7 +155,9 @@ void utls_pump(SSL *s, utls_conn *c)
         utls_reasm_get_stats(c->store, &before);
     for (;;) {
         uint64_t at[UTLS_SCAN_BATCH], latest = 0;
-        size_t n = 0, k;
+        uint64_t other_off[UTLS_SCAN_BATCH];
+        size_t other_len[UTLS_SCAN_BATCH];
+        size_t n = 0, k, num_other = 0;
 
         /*
          * Take a batch of fragments first and credit the probe budget for all
@@ -181,18 +183,54 @@ void utls_pump(SSL *s, utls_conn *c)
                     c->stats.bytes_dropped += f.len;
                     continue;
                 }
-            } else if (utls_reasm_insert(c->store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
-                continue;
+            } else {
+                uint64_t kept = 0;
+                utls_reasm_stats rs;
+
+                if (c->failed.num > 0) {
+                    utls_reasm_get_stats(c->store, &rs);
+                    kept = rs.alt_copies_kept;
+                }
+                if (utls_reasm_insert(c->store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
+                    /* A differing copy of held bytes, kept: a record that
+                     * failed there may verify under it (after the batch). */
+                    if (c->failed.num > 0 && num_other < UTLS_SCAN_BATCH) {
+                        utls_reasm_get_stats(c->store, &rs);
+                        if (rs.alt_copies_kept != kept) {
+                            other_off[num_other] = f.offset;
+                            other_len[num_other++] = f.len;
+                            if (f.arrival_ns > latest)
+                                latest = f.arrival_ns;
+                        }
+                    }
+                    continue;
+                }
             }
             at[n++] = f.offset;
             if (f.arrival_ns > latest)
                 latest = f.arrival_ns;
         }
-        if (n == 0)
+        if (n == 0 && num_other == 0)
             break;
         utls_ooo_sync(c);
         for (k = 0; k < n; k++)
             utls_process_run(s, c, at[k], latest);
+        for (k = 0; k < num_other; k++) {
+            /* The copy that arrived first (a forger's, sent ahead of the
+             * genuine one) may have used up the probe budget failing; the
+             * other copy still gets what its own bytes bring, so that it
+             * can be tried. Bound: the probes spent on copies past a hole
+             * are at most twice the budget their bytes earn, plus
+             * UTLS_RETRY_RESERVE per copy kept (UTLS_REASM_MAX_ALT_*). */
+            double grant = (double)other_len[k] * (double)c->limits.max_probes_per_kib / 1024.0;
+
+            if (grant < UTLS_RETRY_RESERVE)
+                grant = UTLS_RETRY_RESERVE; /* a short copy: the likeliest candidates */
+
+            if (c->probe_budget < grant)
+                c->probe_budget = grant;
+            (void)utls_failed_other_copy(s, c, other_off[k], other_len[k], latest);
+        }
     }
     /* Headers parked when the probe budget ran dry get another chance once
      * it has grown back (it grows with the bytes that keep arriving). */

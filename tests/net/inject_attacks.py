@@ -19,6 +19,19 @@ tell them apart.
       with an ACK for data never sent (ACK + 2^30); a valid checksum with a
       timestamp older than the last one accepted (TSval - 2^20, PAWS).
 
+  inject_attacks.py copies --dst IP --dport PORT --out FILE
+      A forged copy of EVERY data segment the sender sends, sent the moment
+      the genuine one enters the router, so it reaches the receiver ~50 ms
+      first: same sequence number and length, the genuine record header kept
+      (17 03 03 len) and the rest random, a valid checksum and the genuine
+      timestamp, but an ACK 64 KiB past the genuine one. The kernel drops it
+      (an ACK of data it never sent: the receiver sends less than that after
+      its handshake); the tap cannot tell (its ACK check allows a slack for
+      ACKs it did not see), so the forged copy is the first in the store
+      everywhere and the genuine one the later copy. The first 20 data
+      segments (the handshake, where the receiver has data in flight and the
+      kernel could take such an ACK) are left alone.
+
   inject_attacks.py storm --kind headers|spray --dst IP --dport PORT
                     --ahead BYTES --range BYTES --duration S --out FILE
       For --duration seconds, forged segments at offsets in
@@ -111,6 +124,33 @@ def build(src, dst, sport, dport, seq, ack, ts, payload, good_csum=True):
     return ip + tcp + payload
 
 
+def cmd_copies(a):
+    rng = random.Random(a.seed)
+    lv = Live(a)
+    st = dict(packets=0, bytes=0)
+
+    def on_data(p):
+        pl = p["payload"]
+        st["seen"] = st.get("seen", 0) + 1
+        if st["seen"] <= 20:
+            return
+        body = rng.randbytes(len(pl))
+        if len(pl) >= 5 and pl[:3] == b"\x17\x03\x03":
+            body = pl[:5] + body[5:]  # the genuine header, a forged body
+        lv.send(p["seq"], body, ack=(p["ack"] + 65536) & 0xFFFFFFFF, ts=p["ts"])
+        st["packets"] += 1
+        st["bytes"] += len(pl)
+
+    lv.on_data = on_data
+    end_t = time.monotonic() + a.duration
+    while time.monotonic() < end_t:
+        lv.poll(0.05)
+    with open(a.out, "w") as f:
+        json.dump(st, f)
+    print("inject_attacks copies: %s" % json.dumps(st), file=sys.stderr)
+    return 0
+
+
 class Live:
     """The connection as the router sees it: sender's data on "snd"."""
 
@@ -120,6 +160,7 @@ class Live:
         self.rcv = sniffer("rcv")
         self.raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
         self.sport = self.src = self.nxt = self.ack = self.ts = None
+        self.on_data = None  # called with each genuine data segment
 
     def poll(self, timeout, on_ack=None):
         r, _, _ = select.select([self.snd, self.rcv], [], [], timeout)
@@ -145,6 +186,8 @@ class Live:
                     self.ack = p["ack"]
                     if p["ts"] is not None:
                         self.ts = p["ts"]
+                    if self.on_data is not None and p["payload"]:
+                        self.on_data(p)
                 elif (s is self.rcv and p["src"] == self.a.dst and p["sport"] == self.a.dport
                       and p["dport"] == self.sport and on_ack is not None):
                     on_ack(p)
@@ -255,20 +298,21 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     h = sub.add_parser("holes")
     h.add_argument("--variant", choices=("badcsum", "badack", "paws"), required=True)
+    cp = sub.add_parser("copies")
     s = sub.add_parser("storm")
     s.add_argument("--kind", choices=("headers", "spray"), required=True)
     s.add_argument("--ahead", type=int, default=1 << 20)
     s.add_argument("--range", type=int, default=4 << 20)
     s.add_argument("--delay", type=float, default=1.0, help="s after the first data segment")
     s.add_argument("--pause", type=float, default=5.0, help="ms between bursts of 50")
-    for p in (h, s):
+    for p in (h, cp, s):
         p.add_argument("--dst", required=True)
         p.add_argument("--dport", type=int, required=True)
         p.add_argument("--duration", type=float, default=10.0)
         p.add_argument("--seed", type=int, default=1)
         p.add_argument("--out", required=True)
     a = ap.parse_args()
-    return cmd_holes(a) if a.cmd == "holes" else cmd_storm(a)
+    return {"holes": cmd_holes, "copies": cmd_copies, "storm": cmd_storm}[a.cmd](a)
 
 
 if __name__ == "__main__":

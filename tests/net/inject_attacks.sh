@@ -14,6 +14,12 @@
 #          in the three forms the kernel drops: bad TCP checksum; valid
 #          checksum, ACK of unsent data; valid checksum, PAWS-old timestamp.
 #          Asserts: records delivered out of order >= 50% of the baseline's.
+#          Then "copies": a forged copy of EVERY data segment, ~50 ms ahead of
+#          the genuine one, genuine header and forged body, valid checksum and
+#          timestamp, ACK 64 KiB past the genuine (the kernel drops it, the
+#          tap's checks cannot): the forged copy is first in the store
+#          everywhere, the genuine one is kept as the other copy and swapped
+#          in when the first fails. Asserts the same >= 50%.
 #   storm: a 2-second storm starting 1 s into the stream, 1 MiB ahead of the
 #          live sequence: segments packed with plausible TLS headers over
 #          4 MiB, then (second run) 1-byte segments over 8 MiB. Valid
@@ -26,15 +32,15 @@
 # receiver's CPU (getrusage) and peak RSS within the bounds documented in
 # docs/tap-threats.md. The tap's validation counters (UTLS_TAP_CHECK_STATS,
 # dumped by stats_dump.c) show what it rejected. Needs root; exits 77
-# (skipped) without it. About 50 s (holes) and 35 s (storm).
+# (skipped) without it. About 65 s (holes) and 35 s (storm).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 net_require_root "network namespaces, the AF_PACKET tap, raw sockets"
-USAGE="usage: inject_attacks.sh BINDIR STATS_DUMP_SO holes|storm"
+USAGE="usage: inject_attacks.sh BINDIR STATS_DUMP_SO holes|storm|copies (copies: only that run)"
 BINDIR=${1:?$USAGE}
 SHIM=${2:?$USAGE}
 MODE=${3:?$USAGE}
-case $MODE in holes|storm) ;; *) echo "$USAGE"; exit 2 ;; esac
+case $MODE in holes|storm|copies) ;; *) echo "$USAGE"; exit 2 ;; esac
 net_init "uia$$" net-inject
 NET_PID_VARS="INJ_PID SEND_PID RECV_PID"
 BIN=$BINDIR/utls-stream
@@ -83,7 +89,10 @@ run() {
 
 : >"$WORK/rc"
 run baseline 4440
-if [ "$MODE" = holes ]; then
+if [ "$MODE" = copies ]; then
+    run copies 4444 copies --seed 14 --duration 9
+    RUNS="copies"
+elif [ "$MODE" = holes ]; then
     run badcsum 4441 holes --variant badcsum --seed 11 --duration 9
     run badack 4442 holes --variant badack --seed 12 --duration 9
     run paws 4443 holes --variant paws --seed 13 --duration 9
@@ -159,7 +168,16 @@ for name in runs:
           "%s: the injector ran: %s" % (name, json.dumps(inj)))
     print("%s tap checks: %s" % (name, json.dumps(chk)))
     ooo = {r["i"] for r in recs if r.get("ooo") == 1}
-    if mode == "holes":
+    if name == "copies":  # (mode holes or copies)
+        check(inj.get("packets", 0) >= count - 20, "%s: %s segments copied" % (name, inj.get("packets")))
+        check(chk.get("passed", 0) >= inj.get("packets", 0),
+              "%s: the forged copies passed the tap's checks (passed %s for %s forged): "
+              "only authentication tells them apart" % (name, chk.get("passed"), inj.get("packets")))
+        check(len(ooo) >= 0.5 * len(base_ooo),
+              "%s: out of order with a forged copy ahead of every segment %d >= 50%% of the "
+              "baseline's %d (%.0f%%)" % (name, len(ooo), len(base_ooo),
+                                          100.0 * len(ooo) / max(1, len(base_ooo))))
+    elif mode == "holes":
         check(inj.get("holes", 0) >= 5, "%s: %s holes forged" % (name, inj.get("holes")))
         want = {"badcsum": "bad_checksum", "badack": "bad_ack", "paws": "paws"}[name]
         check(chk.get(want, 0) >= 0.9 * inj.get("packets", 1),

@@ -51,11 +51,13 @@ extern "C" {
  * either bound the copy furthest from the in-order point is dropped (the
  * nearest records come through first); a record whose genuine copy was
  * dropped arrives in order. Each copy is swapped in at most
- * UTLS_REASM_MAX_ALT_SWAPS times, so a record that fails under every copy
- * costs a bounded number of rescans. */
+ * UTLS_REASM_MAX_ALT_SWAPS times (once: a record spanning several segments
+ * fails until the last of its genuine copies is in, and undoing a swap on
+ * such a failure would go round in circles), so a record that fails under
+ * every copy costs a bounded number of rescans. */
 #define UTLS_REASM_MAX_ALT_COPIES ((size_t)32)
 #define UTLS_REASM_MAX_ALT_BYTES ((size_t)256 << 10)
-#define UTLS_REASM_MAX_ALT_SWAPS 2u
+#define UTLS_REASM_MAX_ALT_SWAPS 1u
 
 typedef struct utls_reasm utls_reasm;
 
@@ -139,8 +141,8 @@ void utls_reasm_keep_alternates(utls_reasm *r, int on);
 /* utls_reasm_swap_alternate is called when the held bytes in [offset,
  * offset + len) failed to authenticate. If a kept copy overlaps that range
  * and differs from the held bytes there, its bytes replace the held ones
- * where both exist, the replaced bytes are kept as that copy instead (so a
- * wrong swap can be undone by the next failure), and the range whose bytes
+ * where both exist, the replaced bytes are kept as that copy instead (swapped
+ * once already, see UTLS_REASM_MAX_ALT_SWAPS), and the range whose bytes
  * changed is written to |*out_from|, |*out_to|: anything learnt from it
  * (scanned headers, verified records) is stale. Returns 1 if it swapped, 0
  * if there was nothing to swap. */
