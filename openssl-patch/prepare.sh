@@ -306,23 +306,20 @@ if [ "$(cat "$tree/.utls-patched" 2>/dev/null)" != "$patch_id" ]; then
     ln -s "$repo/lib" "$tree.tmp/utls-lib"
     ln -s "$repo/core" "$tree.tmp/utls-core"
     ln -s "$repo/provider" "$tree.tmp/utls-provider"
-    ln -s "$repo/include/openssl/utls.h" "$tree.tmp/include/openssl/utls.h"
     mv "$tree.tmp" "$tree"
     echo "$patch_id" >"$tree/.utls-patched"
 fi
-# The modules' public headers beside utls.h (which includes them): linked
-# outside the step above so that a tree prepared before a header was added
-# gets it too.
-for h in "$repo"/include/openssl/utls_*.h; do
-    [ -e "$h" ] || continue
-    [ -e "$tree/include/openssl/${h##*/}" ] || ln -s "$h" "$tree/include/openssl/${h##*/}"
+# The public headers (<openssl/utls.h> and its parts utls_*.h), linked on
+# every run: a part added since the tree was patched is linked too.
+for h in "$repo"/include/openssl/utls*.h; do
+    ln -sfn "$h" "$tree/include/openssl/$(basename "$h")"
 done
 
 # --- 5. Configure out of tree, as Debian does (build_shared/) ---------------
 # Configure runs again when the options or the set of our source files change,
 # headers included: a header that moved would otherwise stay named in the
 # dependencies `make depend` merged into the Makefile ("No rule to make target").
-our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' lib/*/*.c lib/*/*.h core/*.c core/src/*.c \
+our_files=$(cd "$repo" && shopt -s nullglob && printf '%s\n' lib/*/*.c lib/*/*.h include/openssl/utls*.h core/*.c core/src/*.c \
     core/include/utls/*.h provider/aeadsearch_client.c provider/include/utls/*.h | sort)
 conf_id=$( (echo "$patch_id"; echo "$CONFIGURE_OPTIONS"; echo "$our_files") | sha256sum | cut -d' ' -f1)
 bs=$tree/build_shared

@@ -2,7 +2,7 @@
 
 Used by the generators whose output lives inside a hand-written file:
 bench/report.py (bench/README.md), bench/latency/readme_table.py (README.md's
-headline table) and tools/mkerr.py (utls.h's UTLS_R_* macros). The line that
+headline table) and tools/mkerr.py (utls_err.h's UTLS_R_* macros). The line that
 holds |begin| and the line that holds |end| are kept as they are; everything
 between them becomes |body|.
 """

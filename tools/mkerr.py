@@ -5,7 +5,7 @@
     tools/mkerr.py --check    exit 1 (and say which) if they are stale
 
 The table lists NAME CODE text per line ("## title" lines start a group).
-From it come (1) the UTLS_R_* macros of include/openssl/utls.h, between the
+From it come (1) the UTLS_R_* macros of include/openssl/utls_err.h, between the
 "mkerr.py: begin" and "mkerr.py: end" comments, each under its text, and
 (2) the runtime's string table (STRINGS_FILE below), the ERR_STRING_DATA
 entries that make ERR_error_string() print the text instead of
@@ -22,7 +22,7 @@ from marked_region import replace_region  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 TABLE = os.path.join(ROOT, "lib", "reasons.txt")
-HEADER = os.path.join(ROOT, "include", "openssl", "utls.h")
+HEADER = os.path.join(ROOT, "include", "openssl", "utls_err.h")
 STRINGS_FILE = os.path.join(ROOT, "lib", "common", "utls_reasons.inc")
 BEGIN = "/* mkerr.py: begin (generated from lib/reasons.txt: edit there) */"
 END = "/* mkerr.py: end */"

@@ -22,18 +22,8 @@ foreach(cipher tls13_aes128gcm tls13_aes256gcm tls13_chacha20poly1305 tls13_aes1
          "ooo_records/${cipher}/records_out_of_order"
          "ooo_records/${cipher}/decryptions_saved")
 endforeach()
-# Paths are written with '/' (a CMake list would split them); GET takes the
-# members as separate arguments.
-foreach(path ${paths})
-    string(REPLACE "/" ";" members "${path}")
-    string(JSON value ERROR_VARIABLE err GET "${json}" ${members})
-    if(err)
-        message(FATAL_ERROR "cpu.json: ${path}: ${err}")
-    endif()
-    if(NOT value MATCHES "^[0-9.eE+-]+$")
-        message(FATAL_ERROR "cpu.json: ${path} is not a number: ${value}")
-    endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../json-numbers.cmake)
+bench_check_numbers("${json}" cpu.json ${paths})
 string(JSON cipher GET "${json}" cipher)
 if(NOT cipher STREQUAL "TLS_AES_128_GCM_SHA256")
     message(FATAL_ERROR "cpu.json: cipher is ${cipher}")

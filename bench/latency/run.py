@@ -41,6 +41,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
+import capture  # noqa: E402
 
 PORT = 4433
 BASE_MODES = ("tls", "utls", "dtls", "ucobs")
@@ -262,15 +263,8 @@ def start_capture(setup, prefix, path, udp=False):
                  "--time-stamp-precision=nano", "-w", path, "udp" if udp else "tcp", "port",
                  str(PORT)],
               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    # tcpdump says "listening on" once the capture is open.
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        line = p.stderr.readline()
-        if "listening on" in line:
-            threading.Thread(target=p.stderr.read, daemon=True).start()
-            return p
-        if not line and p.poll() is not None:
-            break
+    if capture.wait_listening(p):
+        return p
     stop(p)
     raise RuntimeError("tcpdump did not start in %s" % prefix)
 

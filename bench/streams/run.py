@@ -137,14 +137,10 @@ def start_capture(prefix, path):
                             "--time-stamp-precision=nano", "-w", path, "tcp", "port", str(PORT)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _live.append(p)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        line = p.stderr.readline()
-        if "listening on" in line:
-            threading.Thread(target=p.stderr.read, daemon=True).start()
-            return p
-        if not line and p.poll() is not None:
-            break
+    sys.path.insert(0, os.path.join(ROOT, "bench", "latency"))
+    from capture import wait_listening  # the latency benchmark's tcpdump wait
+    if wait_listening(p):
+        return p
     p.kill()
     raise RuntimeError("tcpdump did not start in %s" % prefix)
 

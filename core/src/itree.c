@@ -265,16 +265,8 @@ int utls_itree_add_range(utls_itree *t, uint64_t start, uint64_t end)
     } else {
         /* Every node in m overlaps or touches [start, end]; keep the root of
          * m (its priority is the largest), widen it and free the rest. */
-        utls_itree_node *first = m;
-        utls_itree_node *last = m;
-        while (first->left != NULL) {
-            first = first->left;
-        }
-        while (last->right != NULL) {
-            last = last->right;
-        }
-        uint64_t new_start = first->start < start ? first->start : start;
-        uint64_t new_end = last->end > end ? last->end : end;
+        uint64_t new_start, new_end;
+        (void)utls_itree_extent(m, start, end, &new_start, &new_end);
         n = m;
         size_t freed = utls_itree_free_subtree(n->left) + utls_itree_free_subtree(n->right);
         t->num_nodes -= freed;
@@ -285,6 +277,23 @@ int utls_itree_add_range(utls_itree *t, uint64_t start, uint64_t end)
     }
     t->root = utls_itree_merge(utls_itree_merge(a, n), c);
     return 1;
+}
+
+utls_itree_node *utls_itree_extent(utls_itree_node *m, uint64_t start, uint64_t end,
+                                   uint64_t *out_start, uint64_t *out_end)
+{
+    utls_itree_node *first = m;
+    const utls_itree_node *last = m;
+
+    while (first->left != NULL) {
+        first = first->left;
+    }
+    while (last->right != NULL) {
+        last = last->right;
+    }
+    *out_start = first->start < start ? first->start : start;
+    *out_end = last->end > end ? last->end : end;
+    return first;
 }
 
 static uint64_t itree_span_sum(const utls_itree_node *n)

@@ -73,6 +73,12 @@ utls_itree_node *utls_itree_max(const utls_itree *t);
 /* utls_itree_min returns the node with the smallest start, or NULL. */
 utls_itree_node *utls_itree_min(const utls_itree *t);
 
+/* utls_itree_extent returns the leftmost node of the subtree |m| (not NULL)
+ * and sets [*out_start, *out_end] to [start, end] widened to cover every node
+ * of |m|: what a run that overlaps or touches all of them becomes. */
+utls_itree_node *utls_itree_extent(utls_itree_node *m, uint64_t start, uint64_t end,
+                                   uint64_t *out_start, uint64_t *out_end);
+
 /* utls_itree_split detaches from |*root| the nodes with start < |key| into
  * |*out_left| and the rest into |*out_right|. */
 void utls_itree_split(utls_itree_node *root, utls_itree_node **out_left,

@@ -506,16 +506,8 @@ utls_reasm_result utls_reasm_insert(utls_reasm *r, uint64_t offset, const uint8_
         reasm_copy_new(&ctx, offset, end);
         r->runs.num_nodes++;
     } else {
-        utls_itree_node *first = m;
-        utls_itree_node *last = m;
-        while (first->left != NULL) {
-            first = first->left;
-        }
-        while (last->right != NULL) {
-            last = last->right;
-        }
-        uint64_t new_start = first->start < offset ? first->start : offset;
-        uint64_t new_end = last->end > end ? last->end : end;
+        uint64_t new_start, new_end;
+        utls_itree_node *first = utls_itree_extent(m, offset, end, &new_start, &new_end);
         size_t need = (size_t)(new_end - new_start);
         uint8_t *fresh_buf = NULL;
         if (first->start == new_start) {

@@ -7,7 +7,7 @@
 #   smoke_build                  # $out/build, as a user would build it
 #   bin=... require=fork|stock
 #   smoke_run "$bin" "RECV_ARGS" "SEND_ARGS"
-#   ... check $out/recv.jsonl ...
+#   ... check $out/recv.jsonl (smoke_log.py: read_log) ...
 
 # smoke_root_for MODE: exits 77 (ctest: skipped) when $mode is MODE and this
 # is not root (the tap opens an AF_PACKET socket).

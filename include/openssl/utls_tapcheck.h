@@ -1,6 +1,6 @@
 /*
  * utls_tapcheck.h: what the tap's validation of captured segments rejected
- * (docs/tap-threats.md). Included by <openssl/utls.h>; do not include it
+ * (docs/tap-threats.md). Part of <openssl/utls.h>; it may also be included
  * alone.
  */
 #ifndef OPENSSL_UTLS_TAPCHECK_H

@@ -105,19 +105,19 @@ static void utls_ready_clear(utls_conn *c)
     size_t i;
 
     /* Rare: always wipe. */
-    for (i = 0; i < c->ready.num; i++) {
-        OPENSSL_cleanse(c->ready.rec[i].data, c->ready.rec[i].len);
-        OPENSSL_free(c->ready.rec[i].buf);
+    for (i = 0; i < c->rx.ready.num; i++) {
+        OPENSSL_cleanse(c->rx.ready.rec[i].data, c->rx.ready.rec[i].len);
+        OPENSSL_free(c->rx.ready.rec[i].buf);
     }
-    c->ready.num = 0;
-    if (c->ready.partial_active) {
-        OPENSSL_cleanse(c->ready.partial.data, c->ready.partial.len);
-        OPENSSL_free(c->ready.partial.buf);
+    c->rx.ready.num = 0;
+    if (c->rx.ready.partial_active) {
+        OPENSSL_cleanse(c->rx.ready.partial.data, c->rx.ready.partial.len);
+        OPENSSL_free(c->rx.ready.partial.buf);
     }
-    c->ready.partial_active = 0;
-    for (i = 0; i < c->ready.num_spare; i++)
-        OPENSSL_clear_free(c->ready.spare[i], UTLS_SCRATCH_LEN);
-    c->ready.num_spare = 0;
+    c->rx.ready.partial_active = 0;
+    for (i = 0; i < c->rx.ready.num_spare; i++)
+        OPENSSL_clear_free(c->rx.ready.spare[i], UTLS_SCRATCH_LEN);
+    c->rx.ready.num_spare = 0;
 }
 
 /*
@@ -127,17 +127,17 @@ static void utls_ready_clear(utls_conn *c)
  */
 void utls_ooo_reset(utls_conn *c)
 {
-    utls_reasm_free(c->reasm);
-    utls_scan_free(c->scan);
-    utls_seqpred_free(c->pred);
-    c->reasm = NULL;
-    c->store = NULL;
-    c->store_shared = 0;
-    c->scan = NULL;
-    c->pred = NULL;
-    c->gen_ready = 0;
-    c->num_idle_anchors = 0;
-    c->stores_stale = 0;
+    utls_reasm_free(c->rx.reasm);
+    utls_scan_free(c->rx.scan);
+    utls_seqpred_free(c->rx.pred);
+    c->rx.reasm = NULL;
+    c->rx.store = NULL;
+    c->rx.store_shared = 0;
+    c->rx.scan = NULL;
+    c->rx.pred = NULL;
+    c->rx.gen_ready = 0;
+    c->rx.num_idle_anchors = 0;
+    c->rx.stores_stale = 0;
     c->hooks.read_idle = 0; /* the read hook looks again */
 }
 
@@ -156,21 +156,21 @@ void utls_conn_clear(utls_conn *c)
     limits = c->limits;
     utls_ooo_reset(c);
     utls_ready_clear(c);
-    OPENSSL_free(c->ready.rec);
-    utls_seqset_free(&c->ahead); /* the seqsets' arrays (core/src/seqset.c) */
-    utls_seqset_free(&c->next.ahead);
-    utls_seqpred_free(c->next.pred);
+    OPENSSL_free(c->rx.ready.rec);
+    utls_seqset_free(&c->rx.ahead); /* the seqsets' arrays (core/src/seqset.c) */
+    utls_seqset_free(&c->rx.next.ahead);
+    utls_seqpred_free(c->rx.next.pred);
     EVP_CIPHER_CTX_free(c->probe.ctx);
-    EVP_CIPHER_CTX_free(c->next.ctx);
-    OPENSSL_cleanse(c->next.iv, sizeof(c->next.iv));
+    EVP_CIPHER_CTX_free(c->rx.next.ctx);
+    OPENSSL_cleanse(c->rx.next.iv, sizeof(c->rx.next.iv));
     utls_ern_keys_clear(&c->ern.cur);
     utls_ern_keys_clear(&c->ern.next);
     OPENSSL_cleanse(c->ern.tls12_rx_key, sizeof(c->ern.tls12_rx_key));
     OPENSSL_cleanse(c->ern.tls12_rx_iv, sizeof(c->ern.tls12_rx_iv));
     utls_aead_search_free(c->probe.search);
     OPENSSL_free(c->probe.search_out);
-    if (c->scratch != NULL)
-        OPENSSL_clear_free(c->scratch, UTLS_SCRATCH_LEN);
+    if (c->rx.scratch != NULL)
+        OPENSSL_clear_free(c->rx.scratch, UTLS_SCRATCH_LEN);
     memset(c, 0, sizeof(*c));
     c->limits = limits;
     c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;

@@ -125,7 +125,7 @@ int utls_ern_hint_find(const utls_conn *c, uint64_t offset, uint64_t *out_n)
     size_t i;
 
     for (i = 0; i < c->ern.num_hints; i++)
-        if (c->ern.hint[i].offset == offset && c->ern.hint[i].gen == c->gen) {
+        if (c->ern.hint[i].offset == offset && c->ern.hint[i].gen == c->rx.gen) {
             *out_n = c->ern.hint[i].number;
             return 1;
         }
@@ -149,7 +149,7 @@ void utls_ern_hint_add(utls_conn *c, uint64_t offset, uint64_t n)
     }
     c->ern.hint[i].offset = offset;
     c->ern.hint[i].number = n;
-    c->ern.hint[i].gen = c->gen;
+    c->ern.hint[i].gen = c->rx.gen;
 }
 
 int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
@@ -179,7 +179,7 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
          */
         center = floor;
         for (i = 0; i < c->ern.num_hints; i++)
-            if (c->ern.hint[i].gen == c->gen && c->ern.hint[i].offset < offset
+            if (c->ern.hint[i].gen == c->rx.gen && c->ern.hint[i].offset < offset
                 && c->ern.hint[i].number >= center)
                 center = c->ern.hint[i].number + 1;
         if (utls_ern_hint_find(c, offset, &n)) {
@@ -191,7 +191,7 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
     base = center > UTLS_ERN_OOO_SPAN ? center - UTLS_ERN_OOO_SPAN : 0;
     for (i = 0; current && i < c->ern.num_hints; i++) {
         n = c->ern.hint[i].number;
-        if (c->ern.hint[i].gen == c->gen && c->ern.hint[i].offset != offset && n >= base
+        if (c->ern.hint[i].gen == c->rx.gen && c->ern.hint[i].offset != offset && n >= base
             && n - base < UTLS_ERN_OOO_MAX_CHECKS)
             taken[(n - base) / 64] |= (uint64_t)1 << ((n - base) % 64);
     }

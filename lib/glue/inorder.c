@@ -26,11 +26,11 @@ void utls_hook_rbio_changed(SSL *s)
 
     /* The next entry point asks the new BIO (utls_bio_quiet): sig_bio is
      * NULL, so even a BIO at the freed one's address is asked again; and it
-     * points c->store anew (utls_store_refresh) before reading it. */
+     * points c->rx.store anew (utls_store_refresh) before reading it. */
     utls_forget_bio(c);
-    if (c->store_shared) {
-        c->store = NULL;
-        c->store_shared = 0;
+    if (c->rx.store_shared) {
+        c->rx.store = NULL;
+        c->rx.store_shared = 0;
     }
 }
 
@@ -48,13 +48,13 @@ static UTLS_HOT inline void note_record_pos(utls_conn *c, size_t wire_len,
     c->inorder.cur_has_nonce = 0;
     /* The nonce matters only to ciphers with an explicit one (known once the
      * key's out-of-order state is set up, in utls_hook_record_done). */
-    if ((!c->gen_ready || c->explicit_nonce) && body_len >= 8 && body != NULL) {
+    if ((!c->rx.gen_ready || c->rx.explicit_nonce) && body_len >= 8 && body != NULL) {
         c->inorder.cur_has_nonce = 1;
         c->inorder.cur_nonce = be64(body);
     }
     c->inorder.next_offset += wire_len;
     /* ssl3_get_record calls utls_hook_skip_decrypt only if this is set. */
-    c->hooks.may_skip = c->ahead.n > 0 && c->ooo_possible;
+    c->hooks.may_skip = c->rx.ahead.n > 0 && c->rx.ooo_possible;
 }
 
 UTLS_HOT void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
@@ -93,19 +93,19 @@ static void note_inorder_anchor(utls_conn *c, uint64_t seq)
     a.offset = c->inorder.cur_offset;
     a.seq = PRED_SEQ(seq);
     a.wire_len = c->inorder.cur_wire_len;
-    a.has_nonce = c->explicit_nonce && c->inorder.cur_has_nonce;
+    a.has_nonce = c->rx.explicit_nonce && c->inorder.cur_has_nonce;
     a.explicit_nonce = c->inorder.cur_nonce;
     /* The hot path, with or without a hole: only a note. The stores are
      * brought up to date when the out-of-order side next works
      * (utls_ooo_sync). Adding every in-order record as an anchor while bytes
      * are held past a hole shifted the whole anchor table once per record,
      * and advance() drops all but the last in-order anchor anyway. */
-    c->idle_anchor[0] = c->idle_anchor[1];
-    c->idle_anchor[1] = a;
-    if (c->num_idle_anchors < 2)
-        c->num_idle_anchors++;
-    c->stores_stale = 1;
-    utls_seqpred_observe(c->pred, a.wire_len);
+    c->rx.idle_anchor[0] = c->rx.idle_anchor[1];
+    c->rx.idle_anchor[1] = a;
+    if (c->rx.num_idle_anchors < 2)
+        c->rx.num_idle_anchors++;
+    c->rx.stores_stale = 1;
+    utls_seqpred_observe(c->rx.pred, a.wire_len);
 }
 
 /* note_inorder_info keeps the metadata of application record |rr|, read in
@@ -113,7 +113,7 @@ static void note_inorder_anchor(utls_conn *c, uint64_t seq)
 static void note_inorder_info(SSL *s, utls_conn *c, const SSL3_RECORD *rr, uint64_t seq)
 {
     c->inorder.info.seq = seq;
-    c->inorder.info.key_generation = c->gen;
+    c->inorder.info.key_generation = c->rx.gen;
     c->inorder.info.out_of_order = 0;
     c->inorder.info.stream_offset = c->inorder.cur_offset;
     c->inorder.info.wire_len = c->inorder.cur_wire_len;
@@ -150,13 +150,13 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
     if (c->ern.rx) /* numbers may come out of sequence order (lib/glue/ern_hooks.c) */
         utls_ern_rx_done(s, c, seq);
     if ((s->mode & SSL_MODE_UNORDERED) != 0 && c->inorder.offset_known) {
-        if (!c->post_handshake && !SSL_in_init(s))
-            c->post_handshake = 1;
+        if (!c->rx.post_handshake && !SSL_in_init(s))
+            c->rx.post_handshake = 1;
         if (utls_gen_setup(s, c))
             note_inorder_anchor(c, seq);
-        if (rr->type == SSL3_RT_APPLICATION_DATA && c->ahead.n > 0
-            && (c->ern.rx ? utls_seqset_take_one(&c->ahead, seq, UTLS_ERN_REORDER_WINDOW)
-                          : utls_seqset_take(&c->ahead, seq))) {
+        if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
+            && (c->ern.rx ? utls_seqset_take_one(&c->rx.ahead, seq, UTLS_ERN_REORDER_WINDOW)
+                          : utls_seqset_take(&c->rx.ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
             rr->length = 0;
             rr->read = 1;
@@ -173,7 +173,7 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
         if (rr->read)
             return 1; /* a negotiation message, consumed */
     }
-    if (c->ready.num > 0 && (i = utls_ready_find(c, c->gen, seq)) >= 0)
+    if (c->rx.ready.num > 0 && (i = utls_ready_find(c, c->rx.gen, seq)) >= 0)
         utls_ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
     note_inorder_info(s, c, rr, seq);
     return 1;
@@ -199,7 +199,7 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     uint64_t seq;
 
     /* Only a record delivered ahead is skipped: nothing to check without one. */
-    if (c != NULL && c->ahead.n > 0 && interleaved_handshake(s, rr->type))
+    if (c != NULL && c->rx.ahead.n > 0 && interleaved_handshake(s, rr->type))
         return 1; /* ssl3_read_bytes() fails the connection next, as stock does */
 
     /*
@@ -210,25 +210,25 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
      */
     if (c == NULL
         || (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_UTLS_NEGOTIATE)) != SSL_MODE_UNORDERED
-        || rr->type != SSL3_RT_APPLICATION_DATA || !c->inorder.offset_known || !c->post_handshake
-        || !c->gen_ready || !c->ooo_possible || c->ern.rx || s->enc_read_ctx == NULL)
+        || rr->type != SSL3_RT_APPLICATION_DATA || !c->inorder.offset_known || !c->rx.post_handshake
+        || !c->rx.gen_ready || !c->rx.ooo_possible || c->ern.rx || s->enc_read_ctx == NULL)
         return record_done_full(s, rr);
     seq = utls_inorder_seq(s) - 1; /* decryption counted it */
-    if (c->ahead.n > 0 && c->ahead.v[0] == seq) {
+    if (c->rx.ahead.n > 0 && c->rx.ahead.v[0] == seq) {
         /*
          * The other common case past a hole: the record is the lowest one
          * delivered out of order (utls_hook_skip_decrypt passed it unread).
-         * record_done_full would find it at the front of c->ahead, with
+         * record_done_full would find it at the front of c->rx.ahead, with
          * nothing below it to drop: skip it, exactly once.
          */
         note_inorder_anchor(c, seq);
-        utls_seqset_remove(&c->ahead, 0, 1);
+        utls_seqset_remove(&c->rx.ahead, 0, 1);
         rr->length = 0;
         rr->read = 1;
         c->stats.records_skipped++;
         return 1;
     }
-    if (c->ahead.n > 0 || c->ready.num > 0)
+    if (c->rx.ahead.n > 0 || c->rx.ready.num > 0)
         return record_done_full(s, rr);
     note_inorder_anchor(c, seq);
     note_inorder_info(s, c, rr, seq);
@@ -263,18 +263,18 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
     uint64_t seq;
     size_t i;
 
-    /* Only application data is ever delivered out of order (c->ahead). */
-    if (c == NULL || c->ahead.n == 0 || !c->ooo_possible || rr->rec_version == SSL2_VERSION
+    /* Only application data is ever delivered out of order (c->rx.ahead). */
+    if (c == NULL || c->rx.ahead.n == 0 || !c->rx.ooo_possible || rr->rec_version == SSL2_VERSION
         || interleaved_handshake(s, SSL3_RT_APPLICATION_DATA))
         return 0;
     seq = utls_inorder_seq(s);
-    i = utls_seqset_lower(&c->ahead, seq);
-    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->inorder.cur_offset
-        || c->ahead.wire_len[i] != c->inorder.cur_wire_len || !utls_store_refresh(s, c)) {
+    i = utls_seqset_lower(&c->rx.ahead, seq);
+    if (i == c->rx.ahead.n || c->rx.ahead.v[i] != seq || c->rx.ahead.off[i] != c->inorder.cur_offset
+        || c->rx.ahead.wire_len[i] != c->inorder.cur_wire_len || !utls_store_refresh(s, c)) {
         return 0;
     }
-    if (c->store_shared && c->ahead.epoch[i] != UTLS_NO_EPOCH
-        && c->ahead.epoch[i] == c->sig->store_epoch) {
+    if (c->rx.store_shared && c->rx.ahead.epoch[i] != UTLS_NO_EPOCH
+        && c->rx.ahead.epoch[i] == c->rx.sig->store_epoch) {
         /*
          * One store (utls_bio_signals.store): the in-order stream of this BIO
          * is built from the very store the record was authenticated from, and
@@ -282,8 +282,8 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
          * eviction or a new store could change one, and either moves the
          * epoch. So these are the authenticated bytes, unread.
          */
-    } else if (c->store_shared
-               || !utls_reasm_find_run(c->store, &run, c->inorder.cur_offset)
+    } else if (c->rx.store_shared
+               || !utls_reasm_find_run(c->rx.store, &run, c->inorder.cur_offset)
                || run.offset + run.len < c->inorder.cur_offset + c->inorder.cur_wire_len
                /* Ciphertext on both sides: public bytes, no need for constant
                 * time (CRYPTO_memcmp's byte loop would cost more than the
@@ -298,7 +298,7 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
          * injected copy, a store that dropped them, a changed epoch) and the
          * record is decrypted as usual, failing exactly as it would in stock
          * OpenSSL (and if it authenticates, it is still not delivered twice:
-         * utls_hook_record_done finds it in c->ahead).
+         * utls_hook_record_done finds it in c->rx.ahead).
          */
         return 0;
     }
@@ -325,7 +325,7 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
      */
     if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0 || s->max_pipelines > 1
         || rr != RECORD_LAYER_get_rrec(&s->rlayer)
-        || c->ahead.n == 0 || !c->ooo_possible || !c->inorder.offset_known
+        || c->rx.ahead.n == 0 || !c->rx.ooo_possible || !c->inorder.offset_known
         || (s->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern.rx || s->enc_read_ctx == NULL
         || rr->rec_version == SSL2_VERSION || rr->type != SSL3_RT_APPLICATION_DATA
         || rr->length == 0 || interleaved_handshake(s, SSL3_RT_APPLICATION_DATA)
@@ -334,11 +334,11 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
         return 0;
     wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
     seq = utls_inorder_seq(s);
-    i = utls_seqset_lower(&c->ahead, seq);
-    if (i == c->ahead.n || c->ahead.v[i] != seq || c->ahead.off[i] != c->inorder.next_offset
-        || c->ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c) || !c->store_shared
-        || c->sig == NULL || c->ahead.epoch[i] == UTLS_NO_EPOCH
-        || c->ahead.epoch[i] != c->sig->store_epoch)
+    i = utls_seqset_lower(&c->rx.ahead, seq);
+    if (i == c->rx.ahead.n || c->rx.ahead.v[i] != seq || c->rx.ahead.off[i] != c->inorder.next_offset
+        || c->rx.ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c) || !c->rx.store_shared
+        || c->rx.sig == NULL || c->rx.ahead.epoch[i] == UTLS_NO_EPOCH
+        || c->rx.ahead.epoch[i] != c->rx.sig->store_epoch)
         return 0;
     /*
      * One store, same epoch (see utls_hook_skip_decrypt): the BIO's in-order
@@ -347,12 +347,12 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
      */
     body_off = c->inorder.next_offset + SSL3_RT_HEADER_LENGTH;
     nonce_len = 0;
-    if (!c->gen_ready || c->explicit_nonce) {
+    if (!c->rx.gen_ready || c->rx.explicit_nonce) {
         /* The explicit nonce (TLS 1.2 AEAD) for the predictor: the body's
          * first bytes, from the store, which still holds them (the reader has
          * not passed them, and nothing evicted them, or the epoch would have
          * moved). Not read otherwise: the body is not in cache. */
-        if (!utls_reasm_find_run(c->store, &run, body_off)
+        if (!utls_reasm_find_run(c->rx.store, &run, body_off)
             || run.offset + run.len - body_off < rr->length)
             return 0;
         nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
@@ -363,8 +363,8 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
      * Straight to its store when its signals name it (utls_next_fragment). */
     discard.offset = body_off;
     discard.len = rr->length;
-    if (c->sig_bio == s->rbio && c->sig->events != NULL
-            ? !utls_segstore_discard(c->sig->events, body_off, rr->length)
+    if (c->rx.sig_bio == s->rbio && c->rx.sig->events != NULL
+            ? !utls_segstore_discard(c->rx.sig->events, body_off, rr->length)
             : BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1)
         return 0;
     note_record_pos(c, wire_len, nonce_len > 0 ? nonce : NULL, nonce_len);

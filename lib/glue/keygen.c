@@ -68,7 +68,7 @@ static void utls_search_setup(SSL *s, utls_conn *c)
 
     utls_aead_search_free(c->probe.search);
     c->probe.search = NULL;
-    if (!c->tls13 || ciph == NULL || EVP_CIPHER_get_mode(ciph) != EVP_CIPH_GCM_MODE)
+    if (!c->rx.tls13 || ciph == NULL || EVP_CIPHER_get_mode(ciph) != EVP_CIPH_GCM_MODE)
         return;
     if (!utls_tls13_read_key(s, 0, key, &keylen, iv))
         goto end;
@@ -148,9 +148,9 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     int taglen = 16, ivlen = 0, blk;
     size_t min_len, max_len;
 
-    if (c->gen_ready)
-        return c->ooo_possible;
-    c->ooo_possible = 0;
+    if (c->rx.gen_ready)
+        return c->rx.ooo_possible;
+    c->rx.ooo_possible = 0;
     if (SSL_IS_DTLS(s)) {
         c->stats.fallback = UTLS_FALLBACK_DTLS;
         return 0;
@@ -159,7 +159,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         c->stats.fallback = UTLS_FALLBACK_HANDSHAKE;
         return 0; /* decided again later */
     }
-    c->gen_ready = 1;
+    c->rx.gen_ready = 1;
     utls_probe13_setup(s, c);
     if (utls_mode_from_config(s) && byte_stream_alpn(s)) {
         c->stats.fallback = UTLS_FALLBACK_BYTE_STREAM;
@@ -171,12 +171,12 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     }
     ciph = EVP_CIPHER_CTX_get0_cipher(s->enc_read_ctx);
     mode = ciph != NULL ? EVP_CIPHER_get_mode(ciph) : 0;
-    c->tls13 = SSL_IS_TLS13(s);
-    c->aead = ciph != NULL && (EVP_CIPHER_get_flags(ciph) & EVP_CIPH_FLAG_AEAD_CIPHER) != 0;
-    c->explicit_nonce = 0;
+    c->rx.tls13 = SSL_IS_TLS13(s);
+    c->rx.aead = ciph != NULL && (EVP_CIPHER_get_flags(ciph) & EVP_CIPH_FLAG_AEAD_CIPHER) != 0;
+    c->rx.explicit_nonce = 0;
     blk = ciph != NULL ? EVP_CIPHER_get_block_size(ciph) : 1;
     if (ciph == NULL || EVP_CIPHER_get_nid(ciph) == NID_undef
-        || (!c->tls13 && !c->aead && !(mode == EVP_CIPH_CBC_MODE && SSL_USE_EXPLICIT_IV(s)))) {
+        || (!c->rx.tls13 && !c->rx.aead && !(mode == EVP_CIPH_CBC_MODE && SSL_USE_EXPLICIT_IV(s)))) {
         /* TLS 1.0 CBC chains its IV across records; stream and null ciphers
          * have no per-record state a copy could resume from. */
         c->stats.fallback = UTLS_FALLBACK_CIPHER;
@@ -185,7 +185,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     if (mode == EVP_CIPH_CCM_MODE && s->s3.tmp.new_cipher != NULL
         && (s->s3.tmp.new_cipher->algorithm_enc & (SSL_AES128CCM8 | SSL_AES256CCM8)))
         taglen = 8;
-    if (c->tls13) {
+    if (c->rx.tls13) {
         min_len = 1 + (size_t)taglen;
         max_len = SSL3_RT_MAX_TLS13_ENCRYPTED_LENGTH;
     } else {
@@ -194,11 +194,11 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         if (s->expand == NULL)
             max_len -= SSL3_RT_MAX_COMPRESSED_OVERHEAD;
 #endif
-        if (c->aead) {
+        if (c->rx.aead) {
             /* GCM and CCM carry an 8-byte explicit nonce; ChaCha20 does not. */
             if (mode == EVP_CIPH_GCM_MODE || mode == EVP_CIPH_CCM_MODE) {
                 ivlen = 8;
-                c->explicit_nonce = 1;
+                c->rx.explicit_nonce = 1;
             }
             min_len = (size_t)ivlen + (size_t)taglen;
         } else {
@@ -213,7 +213,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     if (!c->probe.ctx_valid) {
         /* The mode was set after this key was installed. A copy taken now is
          * safe unless the provider holds a MAC buffer (CBC MAC-then-encrypt). */
-        if (!c->tls13 && !c->aead && !SSL_READ_ETM(s)) {
+        if (!c->rx.tls13 && !c->rx.aead && !SSL_READ_ETM(s)) {
             c->stats.fallback = UTLS_FALLBACK_CIPHER;
             return 0;
         }
@@ -222,7 +222,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
 
     memset(&prof, 0, sizeof(prof));
     prof.type_mask = UTLS_SCAN_TYPE(SSL3_RT_APPLICATION_DATA);
-    prof.version = c->tls13 ? TLS1_2_VERSION : (uint16_t)s->version;
+    prof.version = c->rx.tls13 ? TLS1_2_VERSION : (uint16_t)s->version;
     prof.min_len = (uint16_t)min_len;
     prof.max_len = (uint16_t)max_len;
     prof.require_whole = 1;
@@ -230,38 +230,38 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     pc.min_wire_len = SSL3_RT_HEADER_LENGTH + min_len;
     pc.max_wire_len = SSL3_RT_HEADER_LENGTH + max_len;
     pc.max_candidates = c->limits.max_probes_per_record;
-    pc.nonce_delta = c->explicit_nonce;
+    pc.nonce_delta = c->rx.explicit_nonce;
 
     /* After a key change the held bytes are still good: only the scanner and
      * the predictor start over, and everything held is scanned again. */
     if (!utls_store_refresh(s, c))
-        c->store = NULL;
-    c->scan = utls_scan_new(&prof, c->inorder.next_offset);
+        c->rx.store = NULL;
+    c->rx.scan = utls_scan_new(&prof, c->inorder.next_offset);
     /* A new scanner knows no chain. */
-    c->chain.valid = 0;
-    c->chain.anchor_pending = 0;
-    c->chain.off = c->chain.synced = 0;
-    c->chain.min_len = min_len;
-    c->chain.max_len = max_len;
+    c->rx.chain.valid = 0;
+    c->rx.chain.anchor_pending = 0;
+    c->rx.chain.off = c->rx.chain.synced = 0;
+    c->rx.chain.min_len = min_len;
+    c->rx.chain.max_len = max_len;
     /* After a KeyUpdate, the predictor built for the next key already holds
      * the records verified under it, in the new numbering: it is kept. */
-    if (c->pred == NULL)
-        c->pred = utls_seqpred_new(&pc);
-    c->pred_config = pc;
-    if (c->scratch == NULL)
-        c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
-    if (c->store == NULL || c->scan == NULL || c->pred == NULL || !c->probe.ctx_valid
-        || c->scratch == NULL) {
+    if (c->rx.pred == NULL)
+        c->rx.pred = utls_seqpred_new(&pc);
+    c->rx.pred_config = pc;
+    if (c->rx.scratch == NULL)
+        c->rx.scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
+    if (c->rx.store == NULL || c->rx.scan == NULL || c->rx.pred == NULL || !c->probe.ctx_valid
+        || c->rx.scratch == NULL) {
         utls_ooo_reset(c);
-        c->gen_ready = 1;
+        c->rx.gen_ready = 1;
         c->stats.fallback = UTLS_FALLBACK_RESOURCES;
         return 0;
     }
     /* The first record of this key has sequence number 0 (shifted: 1) and
      * starts at gen_start_offset. */
-    if (c->gen_start_known)
-        utls_seqpred_add_origin(c->pred, c->gen_start_offset, PRED_SEQ(0));
-    c->probe_budget = UTLS_PROBE_BUDGET_BURST;
+    if (c->rx.gen_start_known)
+        utls_seqpred_add_origin(c->rx.pred, c->rx.gen_start_offset, PRED_SEQ(0));
+    c->rx.probe_budget = UTLS_PROBE_BUDGET_BURST;
     utls_search_setup(s, c);
     /*
      * AES-GCM of the default provider reports a tag mismatch by its return
@@ -274,10 +274,10 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         const OSSL_PROVIDER *prov = ciph != NULL ? EVP_CIPHER_get0_provider(ciph) : NULL;
         const char *pname = prov != NULL ? OSSL_PROVIDER_get0_name(prov) : NULL;
 
-        c->probe.quiet_failure = c->tls13 && mode == EVP_CIPH_GCM_MODE && pname != NULL
+        c->probe.quiet_failure = c->rx.tls13 && mode == EVP_CIPH_GCM_MODE && pname != NULL
             && strcmp(pname, "default") == 0;
     }
-    c->ooo_possible = 1;
+    c->rx.ooo_possible = 1;
     c->stats.fallback = UTLS_FALLBACK_NONE;
     return 1;
 }

@@ -8,7 +8,7 @@
  * differs, and only for the duration of the call: the read sequence number is
  * the candidate, the cipher context is the connection's private copy of the
  * read context (see utls_conn_st.probe.ctx; a failed tag must not touch the
- * real one), and the record is a copy in c->scratch. Every cipher sets its
+ * real one), and the record is a copy in c->rx.scratch. Every cipher sets its
  * nonce or IV per record, so one copy serves every probe of a key. Everything is
  * restored before returning, and errors the failed check pushed are removed:
  * a failure out of order is soft.
@@ -60,7 +60,7 @@ int utls_next_key_setup(SSL *s, utls_conn *c)
     size_t hashlen, keylen, ivlen, taglen = 0;
     int l, ok = 0;
 
-    c->next.valid = 0;
+    c->rx.next.valid = 0;
     c->probe.next_gcm_inv = UTLS_GCM_INV_UNKNOWN; /* next.ctx is keyed anew */
     if (md == NULL || ciph == NULL || (l = EVP_MD_get_size(md)) <= 0)
         return 0;
@@ -74,24 +74,24 @@ int utls_next_key_setup(SSL *s, utls_conn *c)
     } else {
         ivlen = (size_t)EVP_CIPHER_get_iv_length(ciph);
     }
-    if (keylen > sizeof(key) || ivlen > sizeof(c->next.iv))
+    if (keylen > sizeof(key) || ivlen > sizeof(c->rx.next.iv))
         return 0;
-    if (c->next.ctx == NULL && (c->next.ctx = EVP_CIPHER_CTX_new()) == NULL)
+    if (c->rx.next.ctx == NULL && (c->rx.next.ctx = EVP_CIPHER_CTX_new()) == NULL)
         return 0;
     /* The same derivation as tls13_update_key(), argument for argument. */
     if (!tls13_hkdf_expand(s, md, insecret, label, sizeof(label) - 1, NULL, hashlen, secret,
                            hashlen, 0)
         || !tls13_derive_key(s, md, secret, key, keylen)
-        || !tls13_derive_iv(s, md, secret, c->next.iv, ivlen))
+        || !tls13_derive_iv(s, md, secret, c->rx.next.iv, ivlen))
         goto end;
-    if (EVP_CipherInit_ex(c->next.ctx, ciph, NULL, NULL, NULL, 0) <= 0
-        || EVP_CIPHER_CTX_ctrl(c->next.ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)ivlen, NULL) <= 0
+    if (EVP_CipherInit_ex(c->rx.next.ctx, ciph, NULL, NULL, NULL, 0) <= 0
+        || EVP_CIPHER_CTX_ctrl(c->rx.next.ctx, EVP_CTRL_AEAD_SET_IVLEN, (int)ivlen, NULL) <= 0
         || (taglen != 0
-            && EVP_CIPHER_CTX_ctrl(c->next.ctx, EVP_CTRL_AEAD_SET_TAG, (int)taglen, NULL) <= 0)
-        || EVP_CipherInit_ex(c->next.ctx, NULL, NULL, key, NULL, -1) <= 0)
+            && EVP_CIPHER_CTX_ctrl(c->rx.next.ctx, EVP_CTRL_AEAD_SET_TAG, (int)taglen, NULL) <= 0)
+        || EVP_CipherInit_ex(c->rx.next.ctx, NULL, NULL, key, NULL, -1) <= 0)
         goto end;
     c->probe.next_ivlen = ivlen;
-    c->next.valid = 1;
+    c->rx.next.valid = 1;
     ok = 1;
 end:
     OPENSSL_cleanse(secret, sizeof(secret));
@@ -299,7 +299,7 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
     int ok = 0, mark = !c->probe.quiet_failure;
 
     if (wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN || saved_ctx == NULL
-        || (next_key ? !c->next.valid : !c->probe.ctx_valid))
+        || (next_key ? !c->rx.next.valid : !c->probe.ctx_valid))
         return 0;
     memset(&rec, 0, sizeof(rec));
     memset(&macbuf, 0, sizeof(macbuf));
@@ -308,12 +308,12 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
     rec.length = rec.orig_len = wire_len - SSL3_RT_HEADER_LENGTH;
     if (SSL_IS_TLS13(s) && rec.type == SSL3_RT_APPLICATION_DATA && c->probe.tls13_taglen != 0) {
         /* The direct path: the connection's read state is not touched. */
-        rec.data = c->scratch + SSL3_RT_HEADER_LENGTH;
+        rec.data = c->rx.scratch + SSL3_RT_HEADER_LENGTH;
         if (mark)
             ERR_set_mark();
-        if (utls_probe13(c, next_key ? c->next.ctx : c->probe.ctx,
+        if (utls_probe13(c, next_key ? c->rx.next.ctx : c->probe.ctx,
                          next_key ? &c->probe.next_gcm_inv : &c->probe.gcm_inv,
-                         next_key ? c->next.iv : s->read_iv,
+                         next_key ? c->rx.next.iv : s->read_iv,
                          next_key ? c->probe.next_ivlen : c->probe.tls13_ivlen, wire, wire_len,
                          seq, &rec))
             ok = utls_probe13_inner(&rec, out_pt, out_len, out_type);
@@ -331,21 +331,21 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
          */
         size_t tail = rec.length < UTLS_PROBE_TAIL ? rec.length : UTLS_PROBE_TAIL;
 
-        memcpy(c->scratch + wire_len - tail, wire + wire_len - tail, tail);
+        memcpy(c->rx.scratch + wire_len - tail, wire + wire_len - tail, tail);
         rec.input = (unsigned char *)wire + SSL3_RT_HEADER_LENGTH;
-        rec.data = c->scratch + SSL3_RT_HEADER_LENGTH;
+        rec.data = c->rx.scratch + SSL3_RT_HEADER_LENGTH;
     } else {
-        memcpy(c->scratch, wire, wire_len);
-        rec.input = rec.data = c->scratch + SSL3_RT_HEADER_LENGTH;
+        memcpy(c->rx.scratch, wire, wire_len);
+        rec.input = rec.data = c->rx.scratch + SSL3_RT_HEADER_LENGTH;
     }
 
     memcpy(saved_seq, rseq, SEQ_NUM_SIZE);
     put_be64(rseq, seq);
-    s->enc_read_ctx = next_key ? c->next.ctx : c->probe.ctx;
+    s->enc_read_ctx = next_key ? c->rx.next.ctx : c->probe.ctx;
     if (next_key) {
         /* tls13_enc() forms the nonce from s->read_iv */
         memcpy(saved_iv, s->read_iv, sizeof(saved_iv));
-        memcpy(s->read_iv, c->next.iv, sizeof(saved_iv));
+        memcpy(s->read_iv, c->rx.next.iv, sizeof(saved_iv));
     }
     /* A soft failure leaves the error queue as it was: with a mark, or for a
      * cipher whose failed tag check pushes nothing (probe_quiet_failure). */

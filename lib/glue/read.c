@@ -23,28 +23,28 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     if ((c = s->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return UTLS_HOOK_PASS;
     c->hooks.read_idle = 0;
-    c->cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
-    c->post_handshake = 1;
-    if (c->ready.partial_active)
+    c->rx.cleanse_plaintext = (s->options & SSL_OP_CLEANSE_PLAINTEXT) != 0;
+    c->rx.post_handshake = 1;
+    if (c->rx.ready.partial_active)
         return utls_ready_partial_read(c, buf, len, peek, readbytes, out_ret);
     /* The hot path in order: the BIO's signals, read in place, say nothing
      * waits; no call. */
     if (s->rbio != NULL
-        && (c->rescan_pending
-            || !((c->sig_bio == s->rbio && c->sig != NULL && c->sig->pending == 0)
+        && (c->rx.rescan_pending
+            || !((c->rx.sig_bio == s->rbio && c->rx.sig != NULL && c->rx.sig->pending == 0)
                  || utls_bio_quiet(s, c))))
         utls_pump(s, c);
-    while (c->ready.num > 0 && c->ready.rec[0].gen < c->gen)
+    while (c->rx.ready.num > 0 && c->rx.ready.rec[0].gen < c->rx.gen)
         utls_ready_remove(c, 0); /* records of an older key were read in order */
-    if (c->ready.num == 0) {
+    if (c->rx.ready.num == 0) {
         /* Before the in-order read (not after it failed: SSL_READING), with
          * no in-order byte in the segment BIO and none in OpenSSL's buffer,
          * that read could only fail with the retry flag: say so without it.
          * After a record delivered out of order the application's next read
          * comes here. */
-        if (s->rwstate == SSL_NOTHING && c->sig_bio == s->rbio && c->sig != NULL
-            && c->sig->read_is_push_only
-            && utls_segstore_read_would_block(c->sig->events)
+        if (s->rwstate == SSL_NOTHING && c->rx.sig_bio == s->rbio && c->rx.sig != NULL
+            && c->rx.sig->read_is_push_only
+            && utls_segstore_read_would_block(c->rx.sig->events)
             && SSL3_BUFFER_get_left(RECORD_LAYER_get_rbuf(&s->rlayer)) == 0
             && RECORD_LAYER_get_packet_length(&s->rlayer) == 0) {
             BIO_clear_retry_flags(s->rbio);
@@ -56,7 +56,7 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         /* A blocking fragment source woke the read for fragments that
          * completed no record: go back to waiting in order. */
         if (s->rbio != NULL
-            && !((c->sig_bio == s->rbio && c->sig != NULL && c->sig->pending == 0)
+            && !((c->rx.sig_bio == s->rbio && c->rx.sig != NULL && c->rx.sig->pending == 0)
                  || utls_bio_quiet(s, c))
             && BIO_ctrl(s->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1)
             return UTLS_HOOK_RETRY;
@@ -66,15 +66,15 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
          * would pass as well: ssl3_read_bytes tests that in place
          * (utls_hook_read_idle) instead of calling, twice per record.
          */
-        if (!c->ready.partial_active && !c->rescan_pending && c->sig != NULL
-            && c->sig_bio == s->rbio && c->sig->pending == 0) {
+        if (!c->rx.ready.partial_active && !c->rx.rescan_pending && c->rx.sig != NULL
+            && c->rx.sig_bio == s->rbio && c->rx.sig->pending == 0) {
             c->hooks.idle_bio = s->rbio;
-            c->hooks.idle_pending = &c->sig->pending;
+            c->hooks.idle_pending = &c->rx.sig->pending;
             c->hooks.read_idle = 1;
         }
         return UTLS_HOOK_PASS;
     }
-    r = &c->ready.rec[0];
+    r = &c->rx.ready.rec[0];
     n = r->len;
     if (len < n) {
         if ((s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
@@ -99,10 +99,10 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         if (n < r->len) {
             /* SSL_MODE_UNORDERED_PARTIAL: the next reads return the rest
              * before anything else. */
-            c->ready.partial = *r;
-            c->ready.partial_pos = n;
-            c->ready.partial_active = 1;
-            r->data = NULL; /* now owned by c->ready.partial */
+            c->rx.ready.partial = *r;
+            c->rx.ready.partial_pos = n;
+            c->rx.ready.partial_active = 1;
+            r->data = NULL; /* now owned by c->rx.ready.partial */
             r->buf = NULL;
             r->len = 0;
         }
@@ -130,11 +130,11 @@ size_t utls_hook_pending(const SSL *s)
 
     if (c == NULL || (s->mode & SSL_MODE_UNORDERED) == 0)
         return 0;
-    if (c->ready.partial_active)
-        num += c->ready.partial.len - c->ready.partial_pos;
-    for (i = 0; i < c->ready.num; i++)
-        if (c->ready.rec[i].gen >= c->gen)
-            num += c->ready.rec[i].len;
+    if (c->rx.ready.partial_active)
+        num += c->rx.ready.partial.len - c->rx.ready.partial_pos;
+    for (i = 0; i < c->rx.ready.num; i++)
+        if (c->rx.ready.rec[i].gen >= c->rx.gen)
+            num += c->rx.ready.rec[i].len;
     return num;
 }
 
@@ -147,23 +147,23 @@ void utls_hook_read_key_changed(SSL *s)
     if (c == NULL)
         return;
     c->hooks.read_idle = 0; /* a rescan may be due */
-    if (c->post_handshake) {
+    if (c->rx.post_handshake) {
         /* A KeyUpdate (or renegotiation): what was delivered under the next
          * key now belongs to the current one. */
-        utls_seqset t = c->ahead;
+        utls_seqset t = c->rx.ahead;
 
-        c->gen++;
-        c->ahead = c->next.ahead;
-        c->next.ahead = t;
+        c->rx.gen++;
+        c->rx.ahead = c->rx.next.ahead;
+        c->rx.next.ahead = t;
     } else {
-        c->ahead.n = 0;
+        c->rx.ahead.n = 0;
     }
-    c->next.ahead.n = 0;
-    next_pred = c->next.pred;
-    c->next.pred = NULL;
-    c->next.valid = 0;
-    c->next.seen = 0;
-    if (c->post_handshake) {
+    c->rx.next.ahead.n = 0;
+    next_pred = c->rx.next.pred;
+    c->rx.next.pred = NULL;
+    c->rx.next.valid = 0;
+    c->rx.next.seen = 0;
+    if (c->rx.post_handshake) {
         /* The next key's test keys become the current ones. */
         utls_ern_keys t = c->ern.cur;
 
@@ -173,42 +173,42 @@ void utls_hook_read_key_changed(SSL *s)
     } else {
         c->ern.cur.valid = 0;
     }
-    c->gen_start_known = c->inorder.offset_known;
-    c->gen_start_offset = c->inorder.next_offset;
-    c->failed.num = 0;
+    c->rx.gen_start_known = c->inorder.offset_known;
+    c->rx.gen_start_offset = c->inorder.next_offset;
+    c->rx.failed.num = 0;
     utls_aead_search_free(c->probe.search); /* made again for the new key */
     c->probe.search = NULL;
     /* New scanner; the predictor of what was the next key becomes the current
      * one (or a new one is made); the held bytes stay and are scanned again
      * under the new key (utls_pump). */
-    utls_scan_free(c->scan);
-    utls_seqpred_free(c->pred);
-    c->scan = NULL;
-    c->pred = NULL;
-    if (c->post_handshake) {
-        c->pred = next_pred;
+    utls_scan_free(c->rx.scan);
+    utls_seqpred_free(c->rx.pred);
+    c->rx.scan = NULL;
+    c->rx.pred = NULL;
+    if (c->rx.post_handshake) {
+        c->rx.pred = next_pred;
         next_pred = NULL;
     }
-    c->gen_ready = 0;
-    c->num_idle_anchors = 0;
-    c->stores_stale = 0;
-    c->chain.valid = 0; /* the scanner it was synced with is gone */
-    c->chain.anchor_pending = 0; /* numbered under the old key */
+    c->rx.gen_ready = 0;
+    c->rx.num_idle_anchors = 0;
+    c->rx.stores_stale = 0;
+    c->rx.chain.valid = 0; /* the scanner it was synced with is gone */
+    c->rx.chain.anchor_pending = 0; /* numbered under the old key */
     /* With a shared store the bytes the reader has not taken stay held there
      * too; the pass is cheap when nothing is held (one sync of the noted
      * in-order records). */
-    c->rescan_pending = c->store != NULL && utls_store_refresh(s, c);
-    if (c->rescan_pending) {
+    c->rx.rescan_pending = c->rx.store != NULL && utls_store_refresh(s, c);
+    if (c->rx.rescan_pending) {
         /* The rescan is paid for like the bytes' first arrival: a key change
          * is authenticated (it comes in order), so this is bounded by the
          * bytes held, once per key. */
-        c->probe_budget += (double)utls_reasm_bytes_held(c->store)
+        c->rx.probe_budget += (double)utls_reasm_bytes_held(c->rx.store)
             * (double)c->limits.max_probes_per_kib / 1024.0;
     }
     utls_seqpred_free(next_pred); /* not kept (handshake, renegotiation) */
     utls_copy_read_ctx(s, c); /* the key has not decrypted anything yet */
-    for (i = c->ready.num; i > 0; i--)
-        if (c->ready.rec[i - 1].gen < c->gen)
+    for (i = c->rx.ready.num; i > 0; i--)
+        if (c->rx.ready.rec[i - 1].gen < c->rx.gen)
             utls_ready_remove(c, i - 1);
 }
 
@@ -238,10 +238,10 @@ static UTLS_HOT int read_cannot_progress(SSL *s, const utls_conn *c)
             return 0;
     }
     return (s->mode & (SSL_MODE_UNORDERED | SSL_MODE_ASYNC)) == SSL_MODE_UNORDERED
-        && c->post_handshake && c->ready.num == 0 && !c->ready.partial_active && !c->rescan_pending
-        && c->sig != NULL && s->rbio != NULL && c->sig_bio == s->rbio
-        && c->sig->read_is_push_only && c->sig->pending == 0
-        && utls_segstore_read_would_block(c->sig->events)
+        && c->rx.post_handshake && c->rx.ready.num == 0 && !c->rx.ready.partial_active && !c->rx.rescan_pending
+        && c->rx.sig != NULL && s->rbio != NULL && c->rx.sig_bio == s->rbio
+        && c->rx.sig->read_is_push_only && c->rx.sig->pending == 0
+        && utls_segstore_read_would_block(c->rx.sig->events)
         && s->handshake_func != NULL && !SSL_in_init(s) && !ossl_statem_in_error(s)
         && (s->shutdown & SSL_RECEIVED_SHUTDOWN) == 0
         && s->early_data_state == SSL_EARLY_DATA_NONE && !s->s3.renegotiate

@@ -93,7 +93,7 @@ void utls_probe13_setup(SSL *s, utls_conn *c);
  * included) authenticates as sequence number |seq| under |s|'s current read
  * state (with |next_key|, under the next key generation's key), on a copy of
  * that state. On success returns 1, points |*out_pt| at
- * the plaintext (inside c->scratch, valid until the next probe), sets
+ * the plaintext (inside c->rx.scratch, valid until the next probe), sets
  * |*out_len| to its length and |*out_type| to its content type (the inner
  * type for TLS 1.3). Returns 0 on a failed check (nothing of |s| changed, no error
  * left on the queue), -1 on an internal error.
@@ -103,8 +103,8 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
 
 /*
  * utls_next_key_setup derives the read key and IV that a TLS 1.3 KeyUpdate
- * from the peer would install (RFC 8446 7.2), into c->next.ctx and
- * c->next.iv, without installing them. Returns 1 on success.
+ * from the peer would install (RFC 8446 7.2), into c->rx.next.ctx and
+ * c->rx.next.iv, without installing them. Returns 1 on success.
  */
 int utls_next_key_setup(SSL *s, utls_conn *c);
 

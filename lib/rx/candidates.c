@@ -26,16 +26,16 @@ void utls_ooo_sync(utls_conn *c)
 {
     int i;
 
-    if (!c->stores_stale)
+    if (!c->rx.stores_stale)
         return;
-    if (!c->store_shared)
-        utls_reasm_advance(c->store, c->inorder.next_offset); /* the BIO trims its own */
-    utls_scan_advance(c->scan, c->inorder.next_offset);
-    for (i = 2 - c->num_idle_anchors; i < 2; i++)
-        utls_seqpred_add_anchor(c->pred, &c->idle_anchor[i]);
-    utls_seqpred_advance(c->pred, c->inorder.next_offset);
-    c->num_idle_anchors = 0;
-    c->stores_stale = 0;
+    if (!c->rx.store_shared)
+        utls_reasm_advance(c->rx.store, c->inorder.next_offset); /* the BIO trims its own */
+    utls_scan_advance(c->rx.scan, c->inorder.next_offset);
+    for (i = 2 - c->rx.num_idle_anchors; i < 2; i++)
+        utls_seqpred_add_anchor(c->rx.pred, &c->rx.idle_anchor[i]);
+    utls_seqpred_advance(c->rx.pred, c->inorder.next_offset);
+    c->rx.num_idle_anchors = 0;
+    c->rx.stores_stale = 0;
 }
 
 /*
@@ -52,8 +52,8 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
                                  uint64_t arrival_ns, uint64_t seq, int numbered,
                                  size_t *allowance)
 {
-    utls_seqset *ahead = next_key ? &c->next.ahead : &c->ahead;
-    uint32_t gen = c->gen + (next_key ? 1 : 0);
+    utls_seqset *ahead = next_key ? &c->rx.next.ahead : &c->rx.ahead;
+    uint32_t gen = c->rx.gen + (next_key ? 1 : 0);
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
     const unsigned char *pt;
     size_t pt_len;
@@ -68,9 +68,9 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         /* This very record (same number, same place) is known: verified
          * before. Nothing to probe, and the next header is known too. */
         if ((i < ahead->n && ahead->v[i] == seq && ahead->off[i] == hit->offset)
-            || (r >= 0 && c->ready.rec[r].offset == hit->offset)) {
-            utls_scan_confirm(c->scan, hit->offset, q->wire_len);
-            if (!next_key && !numbered && hit->offset + q->wire_len > c->chain.off)
+            || (r >= 0 && c->rx.ready.rec[r].offset == hit->offset)) {
+            utls_scan_confirm(c->rx.scan, hit->offset, q->wire_len);
+            if (!next_key && !numbered && hit->offset + q->wire_len > c->rx.chain.off)
                 utls_chain_set(c, hit->offset, q->wire_len, seq);
             return 1;
         }
@@ -78,18 +78,18 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
     }
     /* A number the record's position cannot have: a genuine record copied
      * to another offset (its explicit nonce or number would verify). */
-    if (!next_key && !utls_seqpred_plausible(c->pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
+    if (!next_key && !utls_seqpred_plausible(c->rx.pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
         return 0;
-    if (next_key && c->next.pred != NULL
-        && !utls_seqpred_plausible(c->next.pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
+    if (next_key && c->rx.next.pred != NULL
+        && !utls_seqpred_plausible(c->rx.next.pred, hit->offset, q->wire_len, PRED_SEQ(seq)))
         return 0;
-    if (c->probe_budget < 1 || *allowance == 0) {
+    if (c->rx.probe_budget < 1 || *allowance == 0) {
         c->stats.probe_limit_hits++;
-        if (c->probe_budget < 1)
-            c->budget_starved = 1;
+        if (c->rx.probe_budget < 1)
+            c->rx.budget_starved = 1;
         return -1;
     }
-    c->probe_budget -= 1;
+    c->rx.probe_budget -= 1;
     (*allowance)--;
     c->stats.probes++;
     r = utls_probe(s, c, next_key, wire, q->wire_len, seq, &pt, &pt_len, &type);
@@ -115,21 +115,21 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
     {
         utls_seqpred_record a = {0};
 
-        if (next_key && c->next.pred == NULL)
-            c->next.pred = utls_seqpred_new(&c->pred_config);
-        if (next_key && (!c->next.seen || hit->offset < c->next.seen_offset)) {
-            c->next.seen = 1;
-            c->next.seen_offset = hit->offset;
+        if (next_key && c->rx.next.pred == NULL)
+            c->rx.next.pred = utls_seqpred_new(&c->rx.pred_config);
+        if (next_key && (!c->rx.next.seen || hit->offset < c->rx.next.seen_offset)) {
+            c->rx.next.seen = 1;
+            c->rx.next.seen_offset = hit->offset;
         }
-        if (next_key ? c->next.pred != NULL : 1) {
+        if (next_key ? c->rx.next.pred != NULL : 1) {
             a.offset = hit->offset;
             a.seq = PRED_SEQ(seq);
             a.wire_len = q->wire_len;
             a.has_nonce = q->has_nonce;
             a.explicit_nonce = q->explicit_nonce;
-            utls_seqpred_add_anchor(next_key ? c->next.pred : c->pred, &a);
+            utls_seqpred_add_anchor(next_key ? c->rx.next.pred : c->rx.pred, &a);
         }
-        utls_scan_confirm(c->scan, hit->offset, q->wire_len);
+        utls_scan_confirm(c->rx.scan, hit->offset, q->wire_len);
         /* The next record of the chain is verified by the fast path
          * (utls_chain_run); not past a handshake record (a KeyUpdate changes
          * the key after it), nor under the next key or numbered records
@@ -137,14 +137,14 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         if (!next_key && !numbered && type == SSL3_RT_APPLICATION_DATA)
             utls_chain_set(c, hit->offset, q->wire_len, seq);
         else if (!next_key)
-            c->chain.valid = 0;
+            c->rx.chain.valid = 0;
         /* Alerts and handshake messages are processed only in order;
          * empty records carry nothing to deliver. */
         if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0)
             utls_ready_add_verified(c, seq, gen, hit->offset, q->wire_len, arrival_ns,
                                     pt, pt_len);
-        if (c->cleanse_plaintext)
-            OPENSSL_cleanse(c->scratch, q->wire_len);
+        if (c->rx.cleanse_plaintext)
+            OPENSSL_cleanse(c->rx.scratch, q->wire_len);
     }
     return 1;
 }
@@ -154,7 +154,7 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
                         uint64_t arrival_ns, size_t *allowance)
 {
     uint64_t cands[UTLS_SEQPRED_MAX_CANDIDATES];
-    utls_seqpred *pred = next_key ? c->next.pred : c->pred;
+    utls_seqpred *pred = next_key ? c->rx.next.pred : c->rx.pred;
     /* Records below the in-order point's sequence number were processed in
      * order; the next key's numbering starts at 0. */
     uint64_t floor = next_key ? 0 : utls_inorder_seq(s);
@@ -219,14 +219,14 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     }
     /* With the provider: one search over all candidates picks the one that
      * authenticates (or none); only that one gets the full record check. */
-    if (c->probe.search != NULL && !next_key && n > 0 && c->probe_budget >= 1 && *allowance > 0) {
+    if (c->probe.search != NULL && !next_key && n > 0 && c->rx.probe_budget >= 1 && *allowance > 0) {
         uint64_t seqs[UTLS_SEQPRED_MAX_CANDIDATES];
         size_t m = 0, len, idx;
 
         for (i = 0; i < n; i++)
             if (cands[i] != 0)
                 seqs[m++] = cands[i] - 1;
-        c->probe_budget -= 1;
+        c->rx.probe_budget -= 1;
         (*allowance)--;
         c->stats.probes++;
         c->stats.provider_searches++;
@@ -277,7 +277,7 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
     memset(&q, 0, sizeof(q));
     q.offset = hit->offset;
     q.wire_len = SSL3_RT_HEADER_LENGTH + hit->len;
-    if (c->explicit_nonce && hit->len >= 8) {
+    if (c->rx.explicit_nonce && hit->len >= 8) {
         q.has_nonce = 1;
         q.explicit_nonce = be64(wire + SSL3_RT_HEADER_LENGTH);
     }
@@ -287,8 +287,8 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
      * KeyUpdate hides in the hole; past a record that verified under it, all
      * of it is (the current key can no longer be in use). */
     {
-        int may_be_next = c->tls13 && c->post_handshake;
-        int only_next = may_be_next && c->next.seen && hit->offset > c->next.seen_offset;
+        int may_be_next = c->rx.tls13 && c->rx.post_handshake;
+        int only_next = may_be_next && c->rx.next.seen && hit->offset > c->rx.next.seen_offset;
         size_t next_share = only_next ? *allowance : (may_be_next ? *allowance / 2 : 0);
         size_t cur = *allowance - next_share;
         int ok;
@@ -306,7 +306,7 @@ int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit,
             if (c->ern.ooo_verdict != UTLS_ERN_OOO_NONE)
                 return 0;
         }
-        if (next_share == 0 || !(c->next.valid || utls_next_key_setup(s, c)))
+        if (next_share == 0 || !(c->rx.next.valid || utls_next_key_setup(s, c)))
             return 0;
         ok = utls_try_key(s, c, 1, hit, wire, &q, arrival_ns, allowance);
         if (!ok && c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
@@ -323,15 +323,15 @@ void utls_failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent)
         return;
     if (c->ern.ooo_verdict == UTLS_ERN_OOO_SETTLED)
         return; /* ERN: its own number settled it (utls_try_record) */
-    if (c->failed.num == UTLS_MAX_FAILED_HITS) {
-        memmove(&c->failed.hit[0], &c->failed.hit[1],
-                (c->failed.num - 1) * sizeof(c->failed.hit[0]));
-        memmove(&c->failed.spent[0], &c->failed.spent[1],
-                (c->failed.num - 1) * sizeof(c->failed.spent[0]));
-        c->failed.num--;
+    if (c->rx.failed.num == UTLS_MAX_FAILED_HITS) {
+        memmove(&c->rx.failed.hit[0], &c->rx.failed.hit[1],
+                (c->rx.failed.num - 1) * sizeof(c->rx.failed.hit[0]));
+        memmove(&c->rx.failed.spent[0], &c->rx.failed.spent[1],
+                (c->rx.failed.num - 1) * sizeof(c->rx.failed.spent[0]));
+        c->rx.failed.num--;
     }
-    c->failed.spent[c->failed.num] = spent;
-    c->failed.hit[c->failed.num++] = *hit;
+    c->rx.failed.spent[c->rx.failed.num] = spent;
+    c->rx.failed.hit[c->rx.failed.num++] = *hit;
 }
 
 /*
@@ -346,30 +346,30 @@ int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns)
 
     utls_chain_sync(c);
 
-    while (i < c->failed.num) {
-        utls_scan_hit hit = c->failed.hit[i];
+    while (i < c->rx.failed.num) {
+        utls_scan_hit hit = c->rx.failed.hit[i];
         utls_reasm_run run;
-        size_t allowance = c->limits.max_probes_per_record - c->failed.spent[i];
+        size_t allowance = c->limits.max_probes_per_record - c->rx.failed.spent[i];
         size_t before = allowance;
         int drop = 0;
 
         if (hit.offset < c->inorder.next_offset
-            || !utls_reasm_find_run(c->store, &run, hit.offset)
+            || !utls_reasm_find_run(c->rx.store, &run, hit.offset)
             || run.offset + run.len < hit.offset + SSL3_RT_HEADER_LENGTH + hit.len) {
             drop = 1; /* passed in order, or no longer held */
         } else if (utls_try_record(s, c, &hit, &run, arrival_ns, &allowance)) {
             drop = 1;
             progress = 1;
         } else {
-            c->failed.spent[i] += before - allowance;
+            c->rx.failed.spent[i] += before - allowance;
             drop = allowance == 0; /* its allowance is used up */
         }
         if (drop) {
-            memmove(&c->failed.hit[i], &c->failed.hit[i + 1],
-                    (c->failed.num - i - 1) * sizeof(hit));
-            memmove(&c->failed.spent[i], &c->failed.spent[i + 1],
-                    (c->failed.num - i - 1) * sizeof(c->failed.spent[0]));
-            c->failed.num--;
+            memmove(&c->rx.failed.hit[i], &c->rx.failed.hit[i + 1],
+                    (c->rx.failed.num - i - 1) * sizeof(hit));
+            memmove(&c->rx.failed.spent[i], &c->rx.failed.spent[i + 1],
+                    (c->rx.failed.num - i - 1) * sizeof(c->rx.failed.spent[0]));
+            c->rx.failed.num--;
         } else {
             i++;
         }

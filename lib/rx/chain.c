@@ -25,12 +25,12 @@
  */
 void utls_chain_sync(utls_conn *c)
 {
-    if (c->chain.valid && c->chain.off > c->chain.synced && c->scan != NULL)
-        (void)utls_scan_confirm(c->scan, c->chain.synced, (size_t)(c->chain.off - c->chain.synced));
-    c->chain.synced = c->chain.off;
-    if (c->chain.anchor_pending && c->pred != NULL)
-        utls_seqpred_add_anchor(c->pred, &c->chain.anchor);
-    c->chain.anchor_pending = 0;
+    if (c->rx.chain.valid && c->rx.chain.off > c->rx.chain.synced && c->rx.scan != NULL)
+        (void)utls_scan_confirm(c->rx.scan, c->rx.chain.synced, (size_t)(c->rx.chain.off - c->rx.chain.synced));
+    c->rx.chain.synced = c->rx.chain.off;
+    if (c->rx.chain.anchor_pending && c->rx.pred != NULL)
+        utls_seqpred_add_anchor(c->rx.pred, &c->rx.chain.anchor);
+    c->rx.chain.anchor_pending = 0;
 }
 
 /* utls_chain_set puts the chain cursor after the record of |wire_len| bytes
@@ -38,17 +38,17 @@ void utls_chain_sync(utls_conn *c)
  * whose end the scanner already knows (utls_scan_confirm). */
 void utls_chain_set(utls_conn *c, uint64_t offset, size_t wire_len, uint64_t seq)
 {
-    c->chain.valid = 1;
-    c->chain.off = offset + wire_len;
-    c->chain.seq = seq + 1;
-    c->chain.synced = c->chain.off;
+    c->rx.chain.valid = 1;
+    c->rx.chain.off = offset + wire_len;
+    c->rx.chain.seq = seq + 1;
+    c->rx.chain.synced = c->rx.chain.off;
 }
 
 /* utls_chain_drop forgets the chain, after telling the scanner about it. */
 static void utls_chain_drop(utls_conn *c)
 {
     utls_chain_sync(c);
-    c->chain.valid = 0;
+    c->rx.chain.valid = 0;
 }
 
 /*
@@ -64,7 +64,7 @@ static void utls_chain_drop(utls_conn *c)
 static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, size_t wire_len,
                              uint64_t arrival_ns)
 {
-    uint64_t seq = c->chain.seq, offset = c->chain.off;
+    uint64_t seq = c->rx.chain.seq, offset = c->rx.chain.off;
     utls_seqpred_record a = {0};
     const unsigned char *pt;
     size_t pt_len;
@@ -73,16 +73,16 @@ static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, si
     /* Known already? The chain runs at the front: a number above the
      * highest delivered and the highest ready one needs no search. */
     if (seq < utls_inorder_seq(s)
-        || (c->ahead.n > 0 && c->ahead.v[c->ahead.n - 1] >= seq
-            && utls_seqset_contains(&c->ahead, seq))
-        || (c->ready.num > 0 && (c->ready.rec[c->ready.num - 1].gen > c->gen
-                                 || (c->ready.rec[c->ready.num - 1].gen == c->gen
-                                     && c->ready.rec[c->ready.num - 1].seq >= seq))
-            && utls_ready_find(c, c->gen, seq) >= 0)
-        || !utls_seqpred_plausible(c->pred, offset, wire_len, PRED_SEQ(seq))
-        || c->probe_budget < 1)
+        || (c->rx.ahead.n > 0 && c->rx.ahead.v[c->rx.ahead.n - 1] >= seq
+            && utls_seqset_contains(&c->rx.ahead, seq))
+        || (c->rx.ready.num > 0 && (c->rx.ready.rec[c->rx.ready.num - 1].gen > c->rx.gen
+                                 || (c->rx.ready.rec[c->rx.ready.num - 1].gen == c->rx.gen
+                                     && c->rx.ready.rec[c->rx.ready.num - 1].seq >= seq))
+            && utls_ready_find(c, c->rx.gen, seq) >= 0)
+        || !utls_seqpred_plausible(c->rx.pred, offset, wire_len, PRED_SEQ(seq))
+        || c->rx.probe_budget < 1)
         return 0;
-    c->probe_budget -= 1;
+    c->rx.probe_budget -= 1;
     c->stats.headers_found++;
     c->stats.probes++;
     r = utls_probe(s, c, 0, wire, wire_len, seq, &pt, &pt_len, &type);
@@ -98,14 +98,14 @@ static int utls_chain_verify(SSL *s, utls_conn *c, const unsigned char *wire, si
     a.offset = offset;
     a.seq = PRED_SEQ(seq);
     a.wire_len = wire_len;
-    c->chain.anchor = a;
-    c->chain.anchor_pending = 1;
-    c->chain.off = offset + wire_len;
-    c->chain.seq = seq + 1;
+    c->rx.chain.anchor = a;
+    c->rx.chain.anchor_pending = 1;
+    c->rx.chain.off = offset + wire_len;
+    c->rx.chain.seq = seq + 1;
     if (type == SSL3_RT_APPLICATION_DATA && pt_len > 0)
-        utls_ready_add_verified(c, seq, c->gen, offset, wire_len, arrival_ns, pt, pt_len);
-    if (c->cleanse_plaintext)
-        OPENSSL_cleanse(c->scratch, wire_len);
+        utls_ready_add_verified(c, seq, c->rx.gen, offset, wire_len, arrival_ns, pt, pt_len);
+    if (c->rx.cleanse_plaintext)
+        OPENSSL_cleanse(c->rx.scratch, wire_len);
     /* A handshake record (a KeyUpdate) or an alert: what follows may be
      * under another key, or nothing. */
     return type == SSL3_RT_APPLICATION_DATA;
@@ -128,14 +128,14 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
     utls_reasm_run run;
     int verified = 0;
 
-    if (!c->chain.valid || !c->tls13 || c->next.seen || c->ern.tokens_ready
-        || offset < c->chain.off || c->chain.off < c->inorder.next_offset
-        || !utls_reasm_find_run(c->store, &run, c->chain.off)
+    if (!c->rx.chain.valid || !c->rx.tls13 || c->rx.next.seen || c->ern.tokens_ready
+        || offset < c->rx.chain.off || c->rx.chain.off < c->inorder.next_offset
+        || !utls_reasm_find_run(c->rx.store, &run, c->rx.chain.off)
         || offset >= run.offset + run.len)
         return 0;
     for (;;) {
-        uint64_t avail = run.offset + run.len - c->chain.off;
-        const unsigned char *h = run.data + (c->chain.off - run.offset);
+        uint64_t avail = run.offset + run.len - c->rx.chain.off;
+        const unsigned char *h = run.data + (c->rx.chain.off - run.offset);
         size_t len;
 
         if (avail < SSL3_RT_HEADER_LENGTH)
@@ -145,8 +145,8 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
          * and legacy_record_version 0x0303; the length within the cipher's
          * bounds (the scan profile). Anything else breaks the chain. */
         if (h[0] != SSL3_RT_APPLICATION_DATA || h[1] != (TLS1_2_VERSION >> 8)
-            || h[2] != (TLS1_2_VERSION & 0xff) || len < c->chain.min_len
-            || len > c->chain.max_len) {
+            || h[2] != (TLS1_2_VERSION & 0xff) || len < c->rx.chain.min_len
+            || len > c->rx.chain.max_len) {
             utls_chain_drop(c);
             return 0;
         }
@@ -160,7 +160,7 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
     }
     /* As in the general path: a new anchor pins the numbers of headers
      * whose candidates failed. */
-    if (verified && c->failed.num > 0) {
+    if (verified && c->rx.failed.num > 0) {
         while (utls_failed_retry(s, c, arrival_ns))
             continue;
     }
@@ -181,14 +181,14 @@ static int utls_try_other_copy(utls_conn *c, const utls_scan_hit *hit)
 {
     uint64_t from = 0, to = 0;
 
-    if (c->store_shared
-        || !utls_reasm_swap_alternate(c->store, hit->offset,
+    if (c->rx.store_shared
+        || !utls_reasm_swap_alternate(c->rx.store, hit->offset,
                                       SSL3_RT_HEADER_LENGTH + (size_t)hit->len, &from, &to))
         return 0;
     if (hit->offset < from)
         from = hit->offset;
-    (void)utls_scan_forget(c->scan, from, to);
-    if (c->chain.valid && c->chain.off > from)
+    (void)utls_scan_forget(c->rx.scan, from, to);
+    if (c->rx.chain.valid && c->rx.chain.off > from)
         utls_chain_drop(c);
     return 1;
 }
@@ -203,8 +203,8 @@ int utls_failed_other_copy(SSL *s, utls_conn *c, uint64_t offset, size_t len,
     size_t i;
     int any = 0;
 
-    for (i = 0; i < c->failed.num; i++) {
-        utls_scan_hit hit = c->failed.hit[i];
+    for (i = 0; i < c->rx.failed.num; i++) {
+        utls_scan_hit hit = c->rx.failed.hit[i];
 
         if (hit.offset >= offset + len
             || hit.offset + SSL3_RT_HEADER_LENGTH + hit.len <= offset)
@@ -233,10 +233,10 @@ void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns
         utls_scan_result sr;
 
         again = 0;
-        if (!utls_reasm_find_run(c->store, &run, offset))
+        if (!utls_reasm_find_run(c->rx.store, &run, offset))
             return;
         do {
-            sr = utls_scan_feed(c->scan, hits, UTLS_SCAN_BATCH, &n, run.offset, run.data,
+            sr = utls_scan_feed(c->rx.scan, hits, UTLS_SCAN_BATCH, &n, run.offset, run.data,
                                 run.len);
             for (i = 0; i < n; i++) {
                 size_t limit = c->limits.max_probes_per_record;
@@ -257,7 +257,7 @@ void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns
             }
         } while (sr == UTLS_SCAN_MORE);
         /* A new anchor pins the numbers of records next to it: retry. */
-        if (again && c->failed.num > 0) {
+        if (again && c->rx.failed.num > 0) {
             while (utls_failed_retry(s, c, arrival_ns))
                 continue;
         }

@@ -27,17 +27,17 @@ void utls_forget_bio(utls_conn *c)
 {
     size_t i;
 
-    c->sig = NULL;
-    c->sig_bio = NULL;
+    c->rx.sig = NULL;
+    c->rx.sig_bio = NULL;
     c->hooks.read_idle = 0;
     /* Another BIO: its store's epochs say nothing about the bytes verified
      * from the old one. */
-    utls_seqset_forget_epochs(&c->ahead);
-    utls_seqset_forget_epochs(&c->next.ahead);
-    for (i = 0; i < c->ready.num; i++)
-        c->ready.rec[i].store_epoch = UTLS_NO_EPOCH;
-    if (c->ready.partial_active)
-        c->ready.partial.store_epoch = UTLS_NO_EPOCH;
+    utls_seqset_forget_epochs(&c->rx.ahead);
+    utls_seqset_forget_epochs(&c->rx.next.ahead);
+    for (i = 0; i < c->rx.ready.num; i++)
+        c->rx.ready.rec[i].store_epoch = UTLS_NO_EPOCH;
+    if (c->rx.ready.partial_active)
+        c->rx.ready.partial.store_epoch = UTLS_NO_EPOCH;
 }
 
 /* utls_bio_quiet: the read BIO's signals say no fragment or wake-up waits. */
@@ -45,18 +45,18 @@ int utls_bio_quiet(SSL *s, utls_conn *c)
 {
     BIO *rbio = SSL_get_rbio(s);
 
-    if (c->sig_bio != rbio) {
+    if (c->rx.sig_bio != rbio) {
         utls_forget_bio(c);
-        c->sig_bio = rbio;
+        c->rx.sig_bio = rbio;
         if (rbio == NULL
-            || BIO_ctrl(rbio, UTLS_BIO_CTRL_GET_SIGNALS, 0, (void *)&c->sig) != 1)
-            c->sig = NULL;
+            || BIO_ctrl(rbio, UTLS_BIO_CTRL_GET_SIGNALS, 0, (void *)&c->rx.sig) != 1)
+            c->rx.sig = NULL;
     }
-    return c->sig != NULL && c->sig->pending == 0;
+    return c->rx.sig != NULL && c->rx.sig->pending == 0;
 }
 
 /*
- * utls_store_refresh points c->store at the store fragments are read from:
+ * utls_store_refresh points c->rx.store at the store fragments are read from:
  * the read BIO's own when it shares one, else the connection's copy (made
  * here if needed). Called at every entry point that reads the store. Returns
  * 1 if there is a store.
@@ -66,31 +66,31 @@ int utls_store_refresh(SSL *s, utls_conn *c)
     utls_reasm_limits rl;
 
     (void)utls_bio_quiet(s, c);
-    if (c->sig != NULL && c->sig->store != NULL) {
-        c->store = c->sig->store;
-        c->store_shared = 1;
+    if (c->rx.sig != NULL && c->rx.sig->store != NULL) {
+        c->rx.store = c->rx.sig->store;
+        c->rx.store_shared = 1;
         return 1;
     }
-    c->store_shared = 0;
-    if (c->reasm == NULL) {
+    c->rx.store_shared = 0;
+    if (c->rx.reasm == NULL) {
         rl.max_bytes = c->limits.max_bytes_held;
         rl.max_fragments = c->limits.max_fragments;
         rl.max_window = c->limits.max_window;
-        c->reasm = utls_reasm_new(&rl, c->inorder.next_offset);
+        c->rx.reasm = utls_reasm_new(&rl, c->inorder.next_offset);
         /* The connection's own copy is never the in-order stream (OpenSSL
          * reads that from the BIO): it may keep other copies of a range for
          * a record that fails under the first (utls_try_other_copy). */
-        if (c->reasm != NULL)
-            utls_reasm_keep_alternates(c->reasm, 1);
+        if (c->rx.reasm != NULL)
+            utls_reasm_keep_alternates(c->rx.reasm, 1);
     }
-    c->store = c->reasm;
-    return c->store != NULL;
+    c->rx.store = c->rx.reasm;
+    return c->rx.store != NULL;
 }
 
 /* utls_store_epoch: the shared store's epoch, for a record verified now. */
 uint64_t utls_store_epoch(const utls_conn *c)
 {
-    return c->store_shared && c->sig != NULL ? c->sig->store_epoch : UTLS_NO_EPOCH;
+    return c->rx.store_shared && c->rx.sig != NULL ? c->rx.sig->store_epoch : UTLS_NO_EPOCH;
 }
 
 /* utls_shared_over_limits: with a shared store the BIO's receive window bounds
@@ -112,8 +112,8 @@ static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *
         return 1;
     if (reach <= c->limits.max_bytes_held / 2)
         return 0;
-    return utls_reasm_bytes_held(c->store) > c->limits.max_bytes_held
-        || utls_reasm_num_fragments(c->store) > c->limits.max_fragments;
+    return utls_reasm_bytes_held(c->rx.store) > c->limits.max_bytes_held
+        || utls_reasm_num_fragments(c->rx.store) > c->limits.max_fragments;
 }
 
 /* utls_next_fragment takes the read BIO's next fragment event into |*f|:
@@ -123,8 +123,8 @@ static int utls_next_fragment(SSL *s, utls_conn *c, utls_bio_fragment *f)
 {
     BIO *rbio = SSL_get_rbio(s);
 
-    if (c->sig_bio == rbio && c->sig != NULL && c->sig->events != NULL)
-        return c->sig->pending != 0 && utls_segstore_take_event(c->sig->events, f);
+    if (c->rx.sig_bio == rbio && c->rx.sig != NULL && c->rx.sig->events != NULL)
+        return c->rx.sig->pending != 0 && utls_segstore_take_event(c->rx.sig->events, f);
     return BIO_ctrl(rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, f) == 1;
 }
 
@@ -137,22 +137,22 @@ void utls_pump(SSL *s, utls_conn *c)
     utls_reasm_stats before, after;
 
     ok = utls_gen_setup(s, c) && utls_store_refresh(s, c);
-    if (ok && c->rescan_pending) {
+    if (ok && c->rx.rescan_pending) {
         /* A new key: what is held past the hole is scanned again. */
         utls_reasm_run run;
         uint64_t at;
         int more;
 
-        c->rescan_pending = 0;
+        c->rx.rescan_pending = 0;
         utls_ooo_sync(c);
-        for (more = utls_reasm_first_run(c->store, &run); more;
-             more = utls_reasm_next_run(c->store, &run, at)) {
+        for (more = utls_reasm_first_run(c->rx.store, &run); more;
+             more = utls_reasm_next_run(c->rx.store, &run, at)) {
             at = run.offset;
             utls_process_run(s, c, run.offset, 0);
         }
     }
-    if (ok && !c->store_shared)
-        utls_reasm_get_stats(c->store, &before);
+    if (ok && !c->rx.store_shared)
+        utls_reasm_get_stats(c->rx.store, &before);
     for (;;) {
         uint64_t at[UTLS_SCAN_BATCH], latest = 0;
         uint64_t other_off[UTLS_SCAN_BATCH];
@@ -171,12 +171,12 @@ void utls_pump(SSL *s, utls_conn *c)
             if (!ok)
                 continue; /* drained: nothing can be delivered early */
             /* The probe budget grows with the bytes received past a hole. */
-            c->probe_budget += (double)f.len * (double)c->limits.max_probes_per_kib / 1024.0;
-            if (c->probe_budget
+            c->rx.probe_budget += (double)f.len * (double)c->limits.max_probes_per_kib / 1024.0;
+            if (c->rx.probe_budget
                 > UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64)
-                c->probe_budget
+                c->rx.probe_budget
                     = UTLS_PROBE_BUDGET_BURST + (double)c->limits.max_probes_per_kib * 64;
-            if (c->store_shared) {
+            if (c->rx.store_shared) {
                 /* Already in the store, and new there (the BIO queues an
                  * event only for bytes it stored for the first time). */
                 if (utls_shared_over_limits(c, &f)) {
@@ -187,15 +187,15 @@ void utls_pump(SSL *s, utls_conn *c)
                 uint64_t kept = 0;
                 utls_reasm_stats rs;
 
-                if (c->failed.num > 0) {
-                    utls_reasm_get_stats(c->store, &rs);
+                if (c->rx.failed.num > 0) {
+                    utls_reasm_get_stats(c->rx.store, &rs);
                     kept = rs.alt_copies_kept;
                 }
-                if (utls_reasm_insert(c->store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
+                if (utls_reasm_insert(c->rx.store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
                     /* A differing copy of held bytes, kept: a record that
                      * failed there may verify under it (after the batch). */
-                    if (c->failed.num > 0 && num_other < UTLS_SCAN_BATCH) {
-                        utls_reasm_get_stats(c->store, &rs);
+                    if (c->rx.failed.num > 0 && num_other < UTLS_SCAN_BATCH) {
+                        utls_reasm_get_stats(c->rx.store, &rs);
                         if (rs.alt_copies_kept != kept) {
                             other_off[num_other] = f.offset;
                             other_len[num_other++] = f.len;
@@ -227,21 +227,21 @@ void utls_pump(SSL *s, utls_conn *c)
             if (grant < UTLS_RETRY_RESERVE)
                 grant = UTLS_RETRY_RESERVE; /* a short copy: the likeliest candidates */
 
-            if (c->probe_budget < grant)
-                c->probe_budget = grant;
+            if (c->rx.probe_budget < grant)
+                c->rx.probe_budget = grant;
             (void)utls_failed_other_copy(s, c, other_off[k], other_len[k], latest);
         }
     }
     /* Headers parked when the probe budget ran dry get another chance once
      * it has grown back (it grows with the bytes that keep arriving). */
-    if (ok && c->budget_starved && c->failed.num > 0 && c->probe_budget >= 1) {
-        c->budget_starved = 0;
+    if (ok && c->rx.budget_starved && c->rx.failed.num > 0 && c->rx.probe_budget >= 1) {
+        c->rx.budget_starved = 0;
         utls_ooo_sync(c);
         while (utls_failed_retry(s, c, 0))
             continue;
     }
-    if (ok && !c->store_shared) {
-        utls_reasm_get_stats(c->store, &after);
+    if (ok && !c->rx.store_shared) {
+        utls_reasm_get_stats(c->rx.store, &after);
         c->stats.bytes_dropped += (after.bytes_dropped_window - before.bytes_dropped_window)
             + (after.bytes_dropped_size - before.bytes_dropped_size)
             + (after.bytes_evicted - before.bytes_evicted);

@@ -16,8 +16,8 @@ int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq)
 {
     size_t i;
 
-    for (i = 0; i < c->ready.num; i++)
-        if (c->ready.rec[i].seq == seq && c->ready.rec[i].gen == gen)
+    for (i = 0; i < c->rx.ready.num; i++)
+        if (c->rx.ready.rec[i].seq == seq && c->rx.ready.rec[i].gen == gen)
             return (int)i;
     return -1;
 }
@@ -26,10 +26,10 @@ static void utls_ready_free_data(utls_conn *c, utls_ready_record *r)
 {
     /* Plaintext is wiped as stock OpenSSL wipes its own: only with
      * SSL_OP_CLEANSE_PLAINTEXT. */
-    if (c->cleanse_plaintext && r->data != NULL)
+    if (c->rx.cleanse_plaintext && r->data != NULL)
         OPENSSL_cleanse(r->data, r->len);
-    if (r->buf != NULL && r->buf_is_scratch && c->ready.num_spare < UTLS_MAX_SPARE_BUFS)
-        c->ready.spare[c->ready.num_spare++] = r->buf;
+    if (r->buf != NULL && r->buf_is_scratch && c->rx.ready.num_spare < UTLS_MAX_SPARE_BUFS)
+        c->rx.ready.spare[c->rx.ready.num_spare++] = r->buf;
     else
         OPENSSL_free(r->buf);
     r->data = NULL;
@@ -38,52 +38,52 @@ static void utls_ready_free_data(utls_conn *c, utls_ready_record *r)
 
 void utls_ready_remove(utls_conn *c, size_t i)
 {
-    utls_ready_free_data(c, &c->ready.rec[i]);
-    memmove(&c->ready.rec[i], &c->ready.rec[i + 1], (c->ready.num - i - 1) * sizeof(*c->ready.rec));
-    c->ready.num--;
+    utls_ready_free_data(c, &c->rx.ready.rec[i]);
+    memmove(&c->rx.ready.rec[i], &c->rx.ready.rec[i + 1], (c->rx.ready.num - i - 1) * sizeof(*c->rx.ready.rec));
+    c->rx.ready.num--;
 }
 
 /* utls_ready_add queues the verified record |r| whose plaintext |pt| (r->len
- * bytes) usually lies in c->scratch. Returns 1, or 0 if it cannot be kept. */
+ * bytes) usually lies in c->rx.scratch. Returns 1, or 0 if it cannot be kept. */
 static int utls_ready_add(utls_conn *c, const utls_ready_record *r, const unsigned char *pt)
 {
     unsigned char *fresh;
     size_t i;
 
-    if (c->ready.rec == NULL) {
-        c->ready.rec = OPENSSL_malloc(sizeof(*c->ready.rec) * UTLS_DEFAULT_MAX_READY_RECORDS * 4);
-        if (c->ready.rec == NULL)
+    if (c->rx.ready.rec == NULL) {
+        c->rx.ready.rec = OPENSSL_malloc(sizeof(*c->rx.ready.rec) * UTLS_DEFAULT_MAX_READY_RECORDS * 4);
+        if (c->rx.ready.rec == NULL)
             return 0;
     }
-    if (c->ready.num >= c->limits.max_ready_records
-        || c->ready.num >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
-        || c->ready.num + c->ahead.n + c->next.ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
+    if (c->rx.ready.num >= c->limits.max_ready_records
+        || c->rx.ready.num >= UTLS_DEFAULT_MAX_READY_RECORDS * 4
+        || c->rx.ready.num + c->rx.ahead.n + c->rx.next.ahead.n >= UTLS_MAX_DELIVERED_AHEAD)
         return 0;
-    for (i = c->ready.num; i > 0; i--) {
-        const utls_ready_record *p = &c->ready.rec[i - 1];
+    for (i = c->rx.ready.num; i > 0; i--) {
+        const utls_ready_record *p = &c->rx.ready.rec[i - 1];
 
         if (p->gen < r->gen || (p->gen == r->gen && p->seq < r->seq))
             break;
     }
-    memmove(&c->ready.rec[i + 1], &c->ready.rec[i], (c->ready.num - i) * sizeof(*c->ready.rec));
-    c->ready.rec[i] = *r;
-    if (pt >= c->scratch && pt + r->len <= c->scratch + UTLS_SCRATCH_LEN
-        && (fresh = c->ready.num_spare > 0 ? c->ready.spare[--c->ready.num_spare]
+    memmove(&c->rx.ready.rec[i + 1], &c->rx.ready.rec[i], (c->rx.ready.num - i) * sizeof(*c->rx.ready.rec));
+    c->rx.ready.rec[i] = *r;
+    if (pt >= c->rx.scratch && pt + r->len <= c->rx.scratch + UTLS_SCRATCH_LEN
+        && (fresh = c->rx.ready.num_spare > 0 ? c->rx.ready.spare[--c->rx.ready.num_spare]
                                            : OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL) {
         /* The plaintext stays where the probe decrypted it: the record takes
          * the probe buffer, and the next probe gets a spare one. */
-        c->ready.rec[i].buf = c->scratch;
-        c->ready.rec[i].buf_is_scratch = 1;
-        c->ready.rec[i].data = (unsigned char *)pt;
-        c->scratch = fresh;
-    } else if ((c->ready.rec[i].buf = OPENSSL_memdup(pt, r->len)) != NULL) {
-        c->ready.rec[i].buf_is_scratch = 0;
-        c->ready.rec[i].data = c->ready.rec[i].buf;
+        c->rx.ready.rec[i].buf = c->rx.scratch;
+        c->rx.ready.rec[i].buf_is_scratch = 1;
+        c->rx.ready.rec[i].data = (unsigned char *)pt;
+        c->rx.scratch = fresh;
+    } else if ((c->rx.ready.rec[i].buf = OPENSSL_memdup(pt, r->len)) != NULL) {
+        c->rx.ready.rec[i].buf_is_scratch = 0;
+        c->rx.ready.rec[i].data = c->rx.ready.rec[i].buf;
     } else {
-        memmove(&c->ready.rec[i], &c->ready.rec[i + 1], (c->ready.num - i) * sizeof(*c->ready.rec));
+        memmove(&c->rx.ready.rec[i], &c->rx.ready.rec[i + 1], (c->rx.ready.num - i) * sizeof(*c->rx.ready.rec));
         return 0;
     }
-    c->ready.num++;
+    c->rx.ready.num++;
     return 1;
 }
 
@@ -129,9 +129,9 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
 {
     /* The next in-order record may be one: ssl3_get_record asks (it tests
      * may_skip before reading the body, utls_hook_skip_body). */
-    if (r->gen == c->gen)
-        c->hooks.may_skip = c->ooo_possible;
-    return utls_seqset_add(r->gen == c->gen ? &c->ahead : &c->next.ahead, r->seq, r->offset,
+    if (r->gen == c->rx.gen)
+        c->hooks.may_skip = c->rx.ooo_possible;
+    return utls_seqset_add(r->gen == c->rx.gen ? &c->rx.ahead : &c->rx.next.ahead, r->seq, r->offset,
                            r->wire_len, r->store_epoch);
 }
 
@@ -139,19 +139,19 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
 int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
                             size_t *readbytes, int *out_ret)
 {
-    utls_ready_record *r = &c->ready.partial;
-    size_t n = r->len - c->ready.partial_pos;
+    utls_ready_record *r = &c->rx.ready.partial;
+    size_t n = r->len - c->rx.ready.partial_pos;
 
     if (n > len)
         n = len;
-    memcpy(buf, r->data + c->ready.partial_pos, n);
+    memcpy(buf, r->data + c->rx.ready.partial_pos, n);
     *readbytes = n;
     utls_ready_info(c, r);
     if (!peek) {
-        c->ready.partial_pos += n;
-        if (c->ready.partial_pos == r->len) {
+        c->rx.ready.partial_pos += n;
+        if (c->rx.ready.partial_pos == r->len) {
             utls_ready_free_data(c, r);
-            c->ready.partial_active = 0;
+            c->rx.ready.partial_active = 0;
         }
     }
     *out_ret = 1;

@@ -94,7 +94,7 @@ typedef struct {
 
 /* The next key generation (TLS 1.3): the key a KeyUpdate from the peer would
  * install next, for records that arrive past a hole that hides the KeyUpdate
- * itself (utls_conn_st.next). */
+ * itself (utls_rx_state.next). */
 typedef struct {
     int valid;
     EVP_CIPHER_CTX *ctx;
@@ -112,6 +112,55 @@ typedef struct {
     size_t spent[UTLS_MAX_FAILED_HITS]; /* probes each has cost so far */
     size_t num;
 } utls_rx_failed;
+
+/* The receive path's state in the connection (utls_conn_st.rx): what the
+ * key-generation setup (lib/glue/keygen.c), the candidates, the chain, the
+ * pump and the ready queue share. */
+typedef struct {
+    /* Key generations: gen counts read-key changes after the handshake. */
+    int post_handshake;
+    uint32_t gen;
+    int gen_ready;              /* out-of-order state set up for gen */
+    int gen_start_known;
+    uint64_t gen_start_offset;  /* first record of gen */
+    int ooo_possible;
+    int tls13, aead, explicit_nonce;
+
+    /* The out-of-order side. |store| is where fragments past a hole are read
+     * from: the read BIO's own store when it shares one (|store_shared|,
+     * utls_bio_signals.store), else |reasm|, the connection's copy (owned).
+     * Refreshed at every entry point (utls_store_refresh): the BIO may change
+     * between calls. */
+    utls_reasm *reasm;
+    utls_reasm *store;
+    int store_shared;
+    utls_scan *scan;
+    utls_seqpred *pred;
+    utls_rx_chain chain; /* the chain fast path (chain.c) */
+    /* The read BIO's signals, valid while s->rbio == sig_bio. */
+    BIO *sig_bio;
+    const utls_bio_signals *sig;
+    double probe_budget;
+
+    utls_seqset ahead; /* seqs of gen delivered out of order */
+    /* In-order records are only noted here (the last two: two confirm TLS
+     * 1.2's nonce delta) and the stores are brought up to date when the
+     * out-of-order side next works (utls_ooo_sync). */
+    utls_seqpred_record idle_anchor[2];
+    int num_idle_anchors;
+    int stores_stale;
+    int rescan_pending; /* a new key: scan the held bytes again */
+    int budget_starved; /* a header was parked for want of probe budget */
+    utls_rx_failed failed; /* headers to retry (candidates.c) */
+    utls_seqpred_config pred_config;
+
+    /* TLS 1.3: the key a KeyUpdate from the peer would install next. */
+    utls_rx_next_key next;
+    utls_ready_queue ready; /* ready.c */
+
+    unsigned char *scratch; /* one record: header + max ciphertext */
+    int cleanse_plaintext;  /* SSL_OP_CLEANSE_PLAINTEXT: wipe plaintext copies */
+} utls_rx_state;
 
 /* Sequence numbers in the predictor are shifted by one, so that the virtual
  * anchor that marks the start of a key generation can carry "seq -1". */

@@ -29,6 +29,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs"))
+from man_common import header_text  # noqa: E402  (utls.h with its parts expanded)
+
 STRUCT_RE = re.compile(r"typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;", re.S)
 ENUM_RE = re.compile(r"typedef\s+enum\s*\w*\s*\{(.*?)\}\s*(\w+)\s*;", re.S)
 # Object-like constants (a mode bit, a flag, a reason code, a bound), which a
@@ -73,8 +76,8 @@ def enumerators(body):
     return out
 
 
-def layout_program(header_text):
-    text = strip_comments(header_text)
+def layout_program(text_of_header):
+    text = strip_comments(text_of_header)
     lines = ["#include <stdalign.h>", "#include <stddef.h>", "#include <stdio.h>",
              "#include <openssl/utls.h>", "int main(void)", "{"]
     count = 0
@@ -102,8 +105,7 @@ def layout_program(header_text):
 
 
 def current_layout(header, cc):
-    with open(header) as f:
-        program, count = layout_program(f.read())
+    program, count = layout_program(header_text(header))
     if count == 0:
         sys.exit(f"check-layout: no struct or enum found in {header}")
     include_dir = os.path.dirname(os.path.dirname(os.path.abspath(header)))

@@ -9,15 +9,19 @@ of the given upstream ssl.h files (the system's, the pinned tree's; more
 bases when they exist) and fails if one shares a bit with SSL_MODE_UTLS_ALL.
 --selftest proves the check fails on a header that does.
 """
+import os
 import re
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs"))
+from man_common import header_text  # noqa: E402  (utls.h with its parts expanded)
 
 DEF = re.compile(r"^\s*#\s*define\s+(SSL_MODE_\w+)\s+(\S.*?)\s*(/\*.*)?$", re.M)
 
 
 def values(path):
-    text = re.sub(r"\\\n", " ", open(path).read())
+    text = re.sub(r"\\\n", " ", header_text(path))
     raw = {m.group(1): m.group(2) for m in DEF.finditer(text)}
     out = {}
 

@@ -21,6 +21,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "test_identity.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,22 +77,8 @@ static X509 *cert;
 /* A throwaway P-256 key and self-signed certificate for the server. */
 static void make_cert(void)
 {
-    X509_NAME *name;
-
-    key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-    cert = X509_new();
-    if (key == NULL || cert == NULL)
+    if (!ti_make_identity(1, "errqueue", &key, &cert))
         die("key or certificate");
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-    X509_set_pubkey(cert, key);
-    name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"errqueue", -1, -1,
-                               0);
-    X509_set_issuer_name(cert, name);
-    if (!X509_sign(cert, key, EVP_sha256()))
-        die("X509_sign");
 }
 
 struct pair {
@@ -259,10 +247,20 @@ static void test_unordered_ern_tap(int have_tap)
         tb = UTLS_BIO_new_tap(p.cfd, BIO_NOCLOSE);
         report("UTLS_BIO_new_tap", tb != NULL);
         report("UTLS_BIO_tap_get_stats", tb != NULL && UTLS_BIO_tap_get_stats(tb, &ts));
+        report("UTLS_BIO_tap_get_stats_ex",
+               tb != NULL && UTLS_BIO_tap_get_stats_ex(tb, &ts, sizeof(ts)));
+        {
+            UTLS_TAP_CHECK_STATS cs;
+
+            report("UTLS_BIO_tap_get_check_stats",
+                   tb != NULL && UTLS_BIO_tap_get_check_stats(tb, &cs, sizeof(cs)));
+        }
         BIO_free(tb);
     } else {
         printf("skip UTLS_BIO_new_tap: no CAP_NET_RAW\n");
         printf("skip UTLS_BIO_tap_get_stats: no CAP_NET_RAW\n");
+        printf("skip UTLS_BIO_tap_get_stats_ex: no CAP_NET_RAW\n");
+        printf("skip UTLS_BIO_tap_get_check_stats: no CAP_NET_RAW\n");
     }
     tls_pair(&p, SSL_MODE_UTLS_UNORDERED | SSL_MODE_UTLS_NEGOTIATE, SSL_MODE_UTLS_NEGOTIATE);
 
@@ -270,6 +268,9 @@ static void test_unordered_ern_tap(int have_tap)
     report("UTLS_limits_default", lim.max_bytes_held > 0);
     report("UTLS_set_limits", UTLS_set_limits(p.client, &lim));
     report("UTLS_get_limits", UTLS_get_limits(p.client, &lim));
+    report("UTLS_limits_default_ex", UTLS_limits_default_ex(&lim, sizeof(lim)));
+    report("UTLS_set_limits_ex", UTLS_set_limits_ex(p.client, &lim, sizeof(lim)));
+    report("UTLS_get_limits_ex", UTLS_get_limits_ex(p.client, &lim, sizeof(lim)));
 
     /* The server offers in its tickets; the client sees the offer, accepts. */
     if (!SSL_write_ex(p.server, "hello", 5, &got))
@@ -288,6 +289,7 @@ static void test_unordered_ern_tap(int have_tap)
     report("UTLS_ern_status", (UTLS_ern_status(p.client) & UTLS_ERN_OFFERED) != 0);
     report("UTLS_ern_flush", UTLS_ern_flush(p.client));
     report("UTLS_get_stats", UTLS_get_stats(p.client, &st) && st.records_in_order >= 1);
+    report("UTLS_get_stats_ex", UTLS_get_stats_ex(p.client, &st, sizeof(st)));
     /* The server reads the answer and numbers its records from its next write. */
     for (i = 0; i < 2000 && !(UTLS_ern_status(p.server) & UTLS_ERN_ACCEPTED); i++) {
         if (!SSL_read_ex(p.server, buf, sizeof(buf), &got))
@@ -344,11 +346,16 @@ static void test_sched_streams(void)
     tls_pair(&p, SSL_MODE_UTLS_UNORDERED, 0);
 
     report("UTLS_tcp_get_info", UTLS_tcp_get_info(p.sfd, &ti));
+    report("UTLS_tcp_get_info_ex", UTLS_tcp_get_info_ex(p.sfd, &ti, sizeof(ti)));
     report("UTLS_tcp_set_window_clamp", UTLS_tcp_set_window_clamp(p.sfd, 1 << 20));
     report("UTLS_tcp_set_max_pacing_rate", UTLS_tcp_set_max_pacing_rate(p.sfd, 1ULL << 30));
 
     UTLS_sched_config_default(&cfg);
     report("UTLS_sched_config_default", cfg.max_messages > 0);
+    report("UTLS_sched_config_default_ex", UTLS_sched_config_default_ex(&cfg, sizeof(cfg)));
+    sch = UTLS_sched_new_ex(p.server, &cfg, sizeof(cfg));
+    report("UTLS_sched_new_ex", sch != NULL);
+    UTLS_sched_free(sch);
     sch = UTLS_sched_new(p.server, &cfg);
     report("UTLS_sched_new", sch != NULL);
     if (sch == NULL)
@@ -364,6 +371,8 @@ static void test_sched_streams(void)
     report("UTLS_sched_next_drop", UTLS_sched_next_drop(sch, &drop) == 0 && ERR_peek_error() == 0);
     report("UTLS_sched_get_stats", UTLS_sched_get_stats(sch, &sst));
     report("UTLS_sched_get_tcp_info", UTLS_sched_get_tcp_info(sch, &ti));
+    report("UTLS_sched_get_stats_ex", UTLS_sched_get_stats_ex(sch, &sst, sizeof(sst)));
+    report("UTLS_sched_get_tcp_info_ex", UTLS_sched_get_tcp_info_ex(sch, &ti, sizeof(ti)));
     UTLS_sched_free(sch);
     report("UTLS_sched_free", 1);
     if (!pump_read(p.client, buf, sizeof(buf), &got) || got != 9)
@@ -385,6 +394,7 @@ static void test_sched_streams(void)
     }
     report("UTLS_stream_read", ok && got == 3 && sinfo.stream_id == 3);
     report("UTLS_stream_get_stats", UTLS_stream_get_stats(p.client, &stst));
+    report("UTLS_stream_get_stats_ex", UTLS_stream_get_stats_ex(p.client, &stst, sizeof(stst)));
     SSL_free(p.client);
     SSL_free(p.server);
     close(p.cfd);
@@ -423,6 +433,7 @@ static void test_ucobs(void)
     }
     report("UTLS_ucobs_recv", r == UTLS_UCOBS_OK && got == 8);
     report("UTLS_ucobs_get_stats", UTLS_ucobs_get_stats(u, &st));
+    report("UTLS_ucobs_get_stats_ex", UTLS_ucobs_get_stats_ex(u, &st, sizeof(st)));
     UTLS_ucobs_free(u);
     report("UTLS_ucobs_free", 1);
     close(p.cfd);

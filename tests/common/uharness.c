@@ -1,6 +1,7 @@
 /* uharness.c: see uharness.h. */
 #define _GNU_SOURCE
 #include "uharness.h"
+#include "test_identity.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -107,12 +108,8 @@ int uh_seg_pair_new_tls12(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, uint64_t se
     return uh_seg_pair_new_opts(p, key, cert, &o);
 }
 
-int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o)
+int uh_pair_contexts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o)
 {
-    uint8_t buf[65536];
-    int n;
-    BIO *sbio;
-
     memset(p, 0, sizeof(*p));
     p->sctx = SSL_CTX_new(TLS_server_method());
     p->cctx = SSL_CTX_new(TLS_client_method());
@@ -140,6 +137,18 @@ int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pai
     p->s = SSL_new(p->sctx);
     p->c_in = BIO_new(BIO_s_mem());
     p->c_out = BIO_new(BIO_s_mem());
+    return 1;
+}
+
+int uh_seg_pair_new_opts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o)
+{
+    uint8_t buf[65536];
+    int n;
+    BIO *sbio;
+
+    if (!uh_pair_contexts(p, key, cert, o)) {
+        return 0;
+    }
     if (o->utcp) {
         p->utcp = BIO_new(UTLS_BIO_f_utcp());
         p->units = BIO_new(uh_BIO_s_units());
@@ -386,35 +395,7 @@ void uh_seg_pair_free(uh_seg_pair *p)
 
 int uh_make_identity(int ec, EVP_PKEY **out_key, X509 **out_cert)
 {
-    EVP_PKEY *key = ec ? EVP_EC_gen("P-256") : EVP_RSA_gen(2048);
-    X509 *x = X509_new();
-    X509_NAME *name = NULL;
-    int ok = 0;
-    if (key == NULL || x == NULL) {
-        goto end;
-    }
-    if (!X509_set_version(x, X509_VERSION_3)
-        || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1)
-        || X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL
-        || X509_gmtime_adj(X509_getm_notAfter(x), 86400) == NULL
-        || !X509_set_pubkey(x, key)) {
-        goto end;
-    }
-    name = X509_get_subject_name(x);
-    if (!X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost",
-                                    -1, -1, 0)
-        || !X509_set_issuer_name(x, name) || !X509_sign(x, key, EVP_sha256())) {
-        goto end;
-    }
-    *out_key = key;
-    *out_cert = x;
-    key = NULL;
-    x = NULL;
-    ok = 1;
-end:
-    EVP_PKEY_free(key);
-    X509_free(x);
-    return ok;
+    return ti_make_identity(ec, "localhost", out_key, out_cert);
 }
 
 EVP_PKEY *uh_key;
@@ -456,38 +437,18 @@ uint64_t uh_monotonic_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static const char *maps_libssl(const char *maps_path, char *buf, size_t len)
-{
-    FILE *f = fopen(maps_path, "r");
-    buf[0] = '\0';
-    if (f == NULL) {
-        return buf;
-    }
-    char line[4096];
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *p = strchr(line, '/');
-        if (p == NULL || strstr(p, "libssl.so.3") == NULL) {
-            continue;
-        }
-        p[strcspn(p, "\n")] = '\0';
-        snprintf(buf, len, "%s", p);
-        break;
-    }
-    fclose(f);
-    return buf;
-}
 
 const char *uh_libssl_path(void)
 {
     static char buf[4096];
-    return maps_libssl("/proc/self/maps", buf, sizeof(buf));
+    return ti_maps_libssl("/proc/self/maps", buf, sizeof(buf), "");
 }
 
 const char *uh_pid_maps_libssl(int pid, char *buf, size_t len)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-    return maps_libssl(path, buf, len);
+    return ti_maps_libssl(path, buf, len, "");
 }
 
 int uh_utls_error_queued(int reason)

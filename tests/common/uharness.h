@@ -88,6 +88,14 @@ typedef struct {
                                  * rides in them, docs/ern.md) */
 } uh_pair_opts;
 
+/* uh_pair_contexts zeroes |p| and makes its contexts and endpoints as
+ * uh_seg_pair_new_opts does (the server with |key|/|cert|, the versions,
+ * suites and tickets of |o|), the client with fresh memory BIOs |c_in| and
+ * |c_out| not yet attached, and no server BIO and no handshake: for tests
+ * that give the server a read BIO of their own. Returns 1, or 0 if a context
+ * refused an option (the endpoints may still be NULL; check them). */
+int uh_pair_contexts(uh_seg_pair *p, EVP_PKEY *key, X509 *cert, const uh_pair_opts *o);
+
 /* uh_seg_pair_new fills |p|: a server with |key|/|cert| (borrowed; the
  * contexts take their own references), no session tickets, SSL_set_mode
  * |server_mode| (0: none), and a client that wants TLS 1.3; then runs the

@@ -1,5 +1,6 @@
 """man_common: what the docs tests read from include/openssl/utls.h and from
 generated man pages (shared by check-man-*.py; standard library only)."""
+import os
 import re
 
 C_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
@@ -9,16 +10,37 @@ DEFINE_RE = re.compile(r"^\s*#\s*define\s+(\w+)", re.M)
 # SSL_MODE_* and OPENSSL_VERSION_NUMBER theirs; every other public macro must
 # at least be documented in some page.
 OWN_PAGE_MACRO_RE = re.compile(r"^(SSL_MODE_\w+|UTLS_VERSION_NUMBER)$")
-INCLUDE_GUARD = "OPENSSL_UTLS_H"
+# The include guards of <openssl/utls.h> and of its parts <openssl/utls_*.h>.
+INCLUDE_GUARD_RE = re.compile(r"^OPENSSL_UTLS(_[A-Z0-9]+)?_H$")
+PART_INCLUDE_RE = re.compile(r"^\s*#\s*include\s+<openssl/(utls_\w+\.h)>[^\n]*$", re.M)
+
+
+def header_text(path, _seen=None):
+    """header_text returns the text of the header |path| with every
+    `#include <openssl/utls_*.h>` replaced by that part's own text (read from
+    the same directory, each part once): what the umbrella <openssl/utls.h>
+    declares, as one text."""
+    seen = set() if _seen is None else _seen
+    directory = os.path.dirname(os.path.abspath(path))
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+
+    def expand(m):
+        if m.group(1) in seen:
+            return ""
+        seen.add(m.group(1))
+        return header_text(os.path.join(directory, m.group(1)), seen)
+
+    return PART_INCLUDE_RE.sub(expand, text)
 
 
 def header_api(path):
     """header_api returns (functions, macros) that |path| declares: every
-    UTLS_* function prototype and every macro but the include guard."""
-    with open(path, encoding="utf-8") as f:
-        text = C_COMMENT_RE.sub(" ", f.read())
+    UTLS_* function prototype and every macro but the include guards, of the
+    header and of the parts it includes."""
+    text = C_COMMENT_RE.sub(" ", header_text(path))
     functions = sorted(set(FUNCTION_RE.findall(text)))
-    macros = sorted(set(DEFINE_RE.findall(text)) - {INCLUDE_GUARD})
+    macros = sorted(m for m in set(DEFINE_RE.findall(text)) if not INCLUDE_GUARD_RE.match(m))
     return functions, macros
 
 

@@ -52,6 +52,7 @@
 #include <openssl/utls.h>
 
 #include "uharness.h"
+#include "test_rng.h"
 
 /* Records of connection 1: enough for several full windows. */
 #define ERN_NET_RECORDS 400
@@ -100,10 +101,7 @@ static uint64_t g_rng = 0x45524e2d6e6574ULL;
 
 static uint32_t rng_below(uint32_t n)
 {
-    g_rng ^= g_rng >> 12;
-    g_rng ^= g_rng << 25;
-    g_rng ^= g_rng >> 27;
-    return (uint32_t)((g_rng * 0x2545F4914F6CDD1DULL) >> 32) % n;
+    return (uint32_t)(test_xorshift64star(&g_rng) >> 32) % n;
 }
 
 static void set_timeouts(int fd)

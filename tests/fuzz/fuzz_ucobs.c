@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "utls/ucobs.h"
+#include "test_rng.h"
 
 #define CHECK(c)                                                                      \
     do {                                                                              \
@@ -35,10 +36,7 @@ static uint64_t rng;
 
 static uint32_t next32(void)
 {
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return (uint32_t)((rng * 0x2545F4914F6CDD1Dull) >> 32);
+    return (uint32_t)(test_xorshift64star(&rng) >> 32);
 }
 
 typedef struct {
@@ -130,15 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         so[nseg] = so[j];
         se[nseg++] = se[j];
     }
-    for (size_t i = nseg; i > 1; i--) {
-        size_t j = next32() % i;
-        uint64_t t = so[i - 1];
-        so[i - 1] = so[j];
-        so[j] = t;
-        t = se[i - 1];
-        se[i - 1] = se[j];
-        se[j] = t;
-    }
+    test_shuffle_pairs(so, se, nseg, &rng);
     rx = utls_ucobs_rx_new(NULL, 0);
     CHECK(rx != NULL);
     for (size_t i = 0; i < nseg; i++) {

@@ -34,6 +34,17 @@ def receiver_log(path):
     return lines[0], lines[-1], [l for l in lines[1:] if "event" not in l]
 
 
+def fork_receiver_log(path, mode=None):
+    """receiver_log(path), after checking that the receiver ran the fork (in
+    |mode|, when given) and finished its log."""
+    start, end, items = receiver_log(path)
+    check(start.get("fork") == 1 and (mode is None or start.get("mode") == mode),
+          "the receiver ran the fork%s (%s)" % (" in %s mode" % mode if mode else "",
+                                                start.get("libssl")))
+    check(end.get("event") == "end", "the receiver finished its log")
+    return start, end, items
+
+
 def count_really_early(items):
     """Counts the items marked out of order ("ooo": 1) that were delivered
     before some item with a lower index "i": the ones really early."""

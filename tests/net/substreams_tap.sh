@@ -13,22 +13,15 @@
 # of it is left. Needs root; without it exits 77 (skipped).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-net_require_root "network namespaces, the AF_PACKET tap"
-net_stream_init "${1:-}" utls-substreams "${UTLS_SST_PREFIX:-sst}" net-substreams
 COUNT=1000
-net_testbed_up --rtt 100 --loss 2 --seed 9090
-ADDR=$(net_addr receiver 4433)
-
-net_run_stream "$BIN" "$ADDR" \
+net_stream_test "${1:-}" utls-substreams "${UTLS_SST_PREFIX:-sst}" net-substreams 4433 "--rtt 100 --loss 2 --seed 9090" \
     "--mode utls_streams --count $COUNT --streams 4 --size 300 --timeout 90" \
     "--mode utls_streams --count $COUNT --streams 4 --size 300 --interval 20 --timeout 90"
 PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
 import sys
-from netcheck import check, finish, receiver_log
+from netcheck import check, finish, fork_receiver_log
 count = int(sys.argv[2])
-start, end, msgs = receiver_log(sys.argv[1])
-check(start.get("fork") == 1, "the receiver ran the fork (%s)" % start.get("libssl"))
-check(end.get("event") == "end", "the receiver finished its log")
+start, end, msgs = fork_receiver_log(sys.argv[1])
 check(all(m.get("ok") == 1 for m in msgs), "every message intact, none duplicated")
 for k in range(4):
     qs = [m["q"] for m in msgs if m.get("ok") == 1 and m["s"] == k]

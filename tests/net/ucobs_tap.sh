@@ -12,24 +12,16 @@
 # nothing of it is left. Needs root; without it exits 77 (skipped).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-net_require_root "network namespaces, the AF_PACKET tap"
-net_stream_init "${1:-}" utls-stream "uco$$" net-ucobs-tap
 COUNT=500
-net_testbed_up --rtt 100 --loss 2 --seed 4242
-ADDR=$(net_addr receiver 4434)
-
-net_run_stream "$BIN" "$ADDR" \
+net_stream_test "${1:-}" utls-stream "uco$$" net-ucobs-tap 4434 "--rtt 100 --loss 2 --seed 4242" \
     "--mode ucobs --count $COUNT --size 1440 --timeout 60" \
     "--mode ucobs --count $COUNT --size 1440 --interval 10 --timeout 60"
 PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
 import json, sys
-from netcheck import check, check_delivered_once, check_out_of_order, finish, receiver_log
+from netcheck import check, check_delivered_once, check_out_of_order, finish, fork_receiver_log
 sent = [json.loads(l) for l in open(sys.argv[2])]
 count = int(sys.argv[3])
-start, end, recs = receiver_log(sys.argv[1])
-check(start.get("fork") == 1 and start.get("mode") == "ucobs",
-      "the receiver ran the fork in ucobs mode (%s)" % start.get("libssl"))
-check(end.get("event") == "end", "the receiver finished its log")
+start, end, recs = fork_receiver_log(sys.argv[1], "ucobs")
 check_delivered_once(recs, end, count, "datagram")
 # Out-of-order datagrams must really be early: delivered before an earlier one.
 ooo = check_out_of_order(recs, "datagram")

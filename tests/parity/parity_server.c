@@ -39,6 +39,8 @@
  * functions are looked up at run time (absent from the system library). */
 #include <openssl/utls.h>
 
+#include "test_identity.h"
+
 struct obs {
     char alerts_sent[1024];
     char alerts_recv[1024];
@@ -119,25 +121,6 @@ static void drain_errors(char *list, size_t cap)
     }
 }
 
-/* The libssl.so.3 that is really mapped into this process. */
-static void mapped_libssl(char *out, size_t cap)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[1024];
-
-    snprintf(out, cap, "?");
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof(line), f)) {
-        char *p = strchr(line, '/');
-        if (p != NULL && strstr(p, "/libssl.so")) {
-            p[strcspn(p, "\n")] = 0;
-            snprintf(out, cap, "%s", p);
-            break;
-        }
-    }
-    fclose(f);
-}
 
 struct cfg {
     int dtls;
@@ -406,7 +389,7 @@ int main(int argc, char **argv)
     }
     g_conn_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
     ctx = make_ctx(&c);
-    mapped_libssl(lib, sizeof(lib));
+    ti_maps_libssl("/proc/self/maps", lib, sizeof(lib), "?");
 
     if (c.dtls) {
         lfd = udp_bound(0);

@@ -29,6 +29,7 @@
 #include "gf128.h"
 #include "utls/aeadsearch.h"
 #include "utls_prov.h"
+#include "test_rng.h"
 
 /* Room for records one byte above the limit. */
 #define MAX_REC (UTLS_AEAD_SEARCH_MAX_RECORD_LEN + 64)
@@ -44,10 +45,7 @@ static uint64_t rng_state = 0x75544c5370726f76ULL;
 
 static uint64_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return test_xorshift64(&rng_state);
 }
 
 static void rng_bytes(unsigned char *p, size_t n)

@@ -29,6 +29,8 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+
+#include "test_identity.h"
 #ifdef SCHED_RECV_UTLS
 # include <openssl/utls.h>
 #endif
@@ -44,47 +46,16 @@ static void die(const char *what)
 
 static void make_cert(SSL_CTX *ctx)
 {
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    X509_NAME *name;
+    EVP_PKEY *key = NULL;
+    X509 *x = NULL;
 
-    if (key == NULL || x == NULL)
-        die("key generation");
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), -60);
-    X509_gmtime_adj(X509_getm_notAfter(x), 86400);
-    X509_set_pubkey(x, key);
-    name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"sched", -1, -1,
-                               0);
-    X509_set_issuer_name(x, name);
-    if (!X509_sign(x, key, EVP_sha256()) || SSL_CTX_use_certificate(ctx, x) != 1
+    if (!ti_make_identity(1, "sched", &key, &x) || SSL_CTX_use_certificate(ctx, x) != 1
         || SSL_CTX_use_PrivateKey(ctx, key) != 1)
         die("certificate");
     X509_free(x);
     EVP_PKEY_free(key);
 }
 
-/* The libssl.so.3 mapped into this process. */
-static void libssl_path(char *out, size_t len)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[1024];
-
-    snprintf(out, len, "?");
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *p = strchr(line, '/');
-
-        if (p != NULL && strstr(p, "libssl.so.3") != NULL) {
-            p[strcspn(p, "\n")] = '\0';
-            snprintf(out, len, "%s", p);
-            break;
-        }
-    }
-    fclose(f);
-}
 
 typedef struct {
     FILE *out;
@@ -159,7 +130,7 @@ int main(int argc, char **argv)
     }
     if (listen_at == NULL)
         die("--listen IP:PORT is required");
-    libssl_path(path, sizeof(path));
+    ti_maps_libssl("/proc/self/maps", path, sizeof(path), "?");
     if (expect_stock) {
         /* The stock library has no uTLS symbols, and is not the build tree's. */
         if (dlsym(RTLD_DEFAULT, "UTLS_version") != NULL || strstr(path, "/build") != NULL) {

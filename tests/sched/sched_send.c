@@ -47,6 +47,7 @@
 #include <openssl/utls.h>
 
 #include "sched_wire.h"
+#include "test_rng.h"
 
 #define MS UINT64_C(1000000)
 
@@ -120,10 +121,7 @@ static uint64_t rnd_state = 88172645463325252ull;
 
 static uint64_t rnd(void)
 {
-    rnd_state ^= rnd_state << 13;
-    rnd_state ^= rnd_state >> 7;
-    rnd_state ^= rnd_state << 17;
-    return rnd_state;
+    return test_xorshift64(&rnd_state);
 }
 
 static int connect_to(const char *spec, const char *cc)

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "utls/cobs.h"
+#include "test_rng.h"
 
 #define GUARD 64
 #define GUARD_BYTE 0xA5
@@ -17,11 +18,7 @@ static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
 static uint8_t rnd8(void)
 {
-    /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint8_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 56);
+    return (uint8_t)(test_xorshift64star(&rng_state) >> 56);
 }
 
 typedef enum { DATA_RANDOM, DATA_ZEROS, DATA_NONZERO, DATA_SPARSE } data_kind;

@@ -97,7 +97,7 @@ static void test_ern_window_hints_ring(void **state)
     uint64_t n = 0;
 
     (void)state;
-    c->gen = 2;
+    c->rx.gen = 2;
     utls_ern_hint_add(c, 100, 7);
     assert_int_equal(utls_ern_hint_find(c, 100, &n), 1);
     assert_int_equal(n, 7);
@@ -106,9 +106,9 @@ static void test_ern_window_hints_ring(void **state)
     assert_int_equal(utls_ern_hint_find(c, 100, &n), 1);
     assert_int_equal(n, 8);
     /* A hint is per key generation. */
-    c->gen = 3;
+    c->rx.gen = 3;
     assert_int_equal(utls_ern_hint_find(c, 100, &n), 0);
-    c->gen = 2;
+    c->rx.gen = 2;
     /* The ring forgets the oldest. */
     for (uint64_t i = 1; i <= UTLS_ERN_HINTS; i++) {
         utls_ern_hint_add(c, 100 + i * 50, i);

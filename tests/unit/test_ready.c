@@ -29,22 +29,22 @@ static utls_conn *conn_new(size_t max_ready)
 
     assert_non_null(c);
     c->limits.max_ready_records = max_ready;
-    c->ooo_possible = 1;
+    c->rx.ooo_possible = 1;
     return c;
 }
 
 static void conn_free(utls_conn *c)
 {
-    while (c->ready.num > 0) {
+    while (c->rx.ready.num > 0) {
         utls_ready_remove(c, 0);
     }
-    for (size_t i = 0; i < c->ready.num_spare; i++) {
-        OPENSSL_free(c->ready.spare[i]);
+    for (size_t i = 0; i < c->rx.ready.num_spare; i++) {
+        OPENSSL_free(c->rx.ready.spare[i]);
     }
-    OPENSSL_free(c->ready.rec);
-    OPENSSL_free(c->scratch);
-    utls_seqset_free(&c->ahead);
-    utls_seqset_free(&c->next.ahead);
+    OPENSSL_free(c->rx.ready.rec);
+    OPENSSL_free(c->rx.scratch);
+    utls_seqset_free(&c->rx.ahead);
+    utls_seqset_free(&c->rx.next.ahead);
     free(c);
 }
 
@@ -63,18 +63,18 @@ static void test_ready_sorted_by_gen_and_seq(void **state)
     add(c, 1, 0, "next key");
     add(c, 0, 2, "two");
     add(c, 0, 9, "nine");
-    assert_int_equal(c->ready.num, 4);
-    assert_int_equal(c->ready.rec[0].seq, 2);
-    assert_int_equal(c->ready.rec[1].seq, 5);
-    assert_int_equal(c->ready.rec[2].seq, 9);
-    assert_int_equal(c->ready.rec[3].gen, 1);
+    assert_int_equal(c->rx.ready.num, 4);
+    assert_int_equal(c->rx.ready.rec[0].seq, 2);
+    assert_int_equal(c->rx.ready.rec[1].seq, 5);
+    assert_int_equal(c->rx.ready.rec[2].seq, 9);
+    assert_int_equal(c->rx.ready.rec[3].gen, 1);
     assert_int_equal(utls_ready_find(c, 0, 9), 2);
     assert_int_equal(utls_ready_find(c, 1, 9), -1);
     assert_int_equal(utls_ready_find(c, 1, 0), 3);
     /* The plaintext was copied (it was not in the probe buffer). */
-    assert_memory_equal(c->ready.rec[1].data, "five", 4);
-    assert_int_equal(c->ready.rec[1].store_epoch, 7);
-    assert_int_equal(c->ready.rec[1].offset, 1005);
+    assert_memory_equal(c->rx.ready.rec[1].data, "five", 4);
+    assert_int_equal(c->rx.ready.rec[1].store_epoch, 7);
+    assert_int_equal(c->rx.ready.rec[1].offset, 1005);
     conn_free(c);
 }
 
@@ -86,13 +86,13 @@ static void test_ready_limit_counts_dropped(void **state)
     add(c, 0, 1, "a");
     add(c, 0, 2, "b");
     add(c, 0, 3, "ccc"); /* past max_ready_records: left to the in-order path */
-    assert_int_equal(c->ready.num, 2);
+    assert_int_equal(c->rx.ready.num, 2);
     assert_int_equal(c->stats.bytes_dropped, 22 + 3);
     utls_ready_remove(c, 0);
-    assert_int_equal(c->ready.num, 1);
-    assert_int_equal(c->ready.rec[0].seq, 2);
+    assert_int_equal(c->rx.ready.num, 1);
+    assert_int_equal(c->rx.ready.rec[0].seq, 2);
     add(c, 0, 3, "ccc");
-    assert_int_equal(c->ready.num, 2);
+    assert_int_equal(c->rx.ready.num, 2);
     conn_free(c);
 }
 
@@ -102,19 +102,19 @@ static void test_ready_probe_buffer_handed_over(void **state)
     unsigned char *probe;
 
     (void)state;
-    c->scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
-    assert_non_null(c->scratch);
-    probe = c->scratch;
+    c->rx.scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
+    assert_non_null(c->rx.scratch);
+    probe = c->rx.scratch;
     memcpy(probe + 5, "in place", 8);
     utls_ready_add_verified(c, 4, 0, 0, 30, 0, probe + 5, 8);
     /* No copy: the record keeps the probe buffer, the next probe gets a new
      * one; given back, the buffer becomes a spare. */
-    assert_ptr_equal(c->ready.rec[0].buf, probe);
-    assert_ptr_equal(c->ready.rec[0].data, probe + 5);
-    assert_ptr_not_equal(c->scratch, probe);
+    assert_ptr_equal(c->rx.ready.rec[0].buf, probe);
+    assert_ptr_equal(c->rx.ready.rec[0].data, probe + 5);
+    assert_ptr_not_equal(c->rx.scratch, probe);
     utls_ready_remove(c, 0);
-    assert_int_equal(c->ready.num_spare, 1);
-    assert_ptr_equal(c->ready.spare[0], probe);
+    assert_int_equal(c->rx.ready.num_spare, 1);
+    assert_ptr_equal(c->rx.ready.spare[0], probe);
     conn_free(c);
 }
 
@@ -123,15 +123,15 @@ static void test_ready_mark_delivered_fills_ahead(void **state)
     utls_conn *c = conn_new(8);
 
     (void)state;
-    c->gen = 3;
+    c->rx.gen = 3;
     add(c, 3, 10, "cur");
     add(c, 4, 1, "next");
-    assert_int_equal(utls_ready_mark_delivered(c, &c->ready.rec[0]), 1);
-    assert_int_equal(utls_ready_mark_delivered(c, &c->ready.rec[1]), 1);
-    assert_true(utls_seqset_contains(&c->ahead, 10));
-    assert_true(utls_seqset_contains(&c->next.ahead, 1));
-    assert_false(utls_seqset_contains(&c->ahead, 1));
-    assert_int_equal(c->ahead.off[0], 1010);
+    assert_int_equal(utls_ready_mark_delivered(c, &c->rx.ready.rec[0]), 1);
+    assert_int_equal(utls_ready_mark_delivered(c, &c->rx.ready.rec[1]), 1);
+    assert_true(utls_seqset_contains(&c->rx.ahead, 10));
+    assert_true(utls_seqset_contains(&c->rx.next.ahead, 1));
+    assert_false(utls_seqset_contains(&c->rx.ahead, 1));
+    assert_int_equal(c->rx.ahead.off[0], 1010);
     assert_int_equal(c->hooks.may_skip, 1);
     conn_free(c);
 }
@@ -145,16 +145,16 @@ static void test_ready_partial_read_in_parts(void **state)
 
     (void)state;
     add(c, 0, 6, "abcdefghij");
-    c->ready.partial = c->ready.rec[0];
-    c->ready.rec[0].buf = NULL; /* the partial record owns it now */
-    c->ready.rec[0].data = NULL;
+    c->rx.ready.partial = c->rx.ready.rec[0];
+    c->rx.ready.rec[0].buf = NULL; /* the partial record owns it now */
+    c->rx.ready.rec[0].data = NULL;
     utls_ready_remove(c, 0);
-    c->ready.partial_active = 1;
-    c->ready.partial_pos = 0;
+    c->rx.ready.partial_active = 1;
+    c->rx.ready.partial_pos = 0;
     /* Peek: nothing consumed. */
     assert_int_equal(utls_ready_partial_read(c, buf, 4, 1, &n, &ret), UTLS_HOOK_HANDLED);
     assert_int_equal(n, 4);
-    assert_int_equal(c->ready.partial_pos, 0);
+    assert_int_equal(c->rx.ready.partial_pos, 0);
     assert_int_equal(utls_ready_partial_read(c, buf, 4, 0, &n, &ret), UTLS_HOOK_HANDLED);
     assert_memory_equal(buf, "abcd", 4);
     assert_int_equal(utls_ready_partial_read(c, buf, 4, 0, &n, &ret), UTLS_HOOK_HANDLED);
@@ -162,8 +162,8 @@ static void test_ready_partial_read_in_parts(void **state)
     assert_int_equal(utls_ready_partial_read(c, buf, 4, 0, &n, &ret), UTLS_HOOK_HANDLED);
     assert_int_equal(n, 2);
     assert_memory_equal(buf, "ij", 2);
-    assert_int_equal(c->ready.partial_active, 0);
-    assert_null(c->ready.partial.buf);
+    assert_int_equal(c->rx.ready.partial_active, 0);
+    assert_null(c->rx.ready.partial.buf);
     /* Every part says which record it came from. */
     assert_int_equal(c->last_info.seq, 6);
     assert_int_equal(c->last_info.out_of_order, 1);

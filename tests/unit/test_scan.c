@@ -11,17 +11,13 @@
 #include <cmocka.h>
 
 #include "utls/scan.h"
+#include "test_rng.h"
 
 static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    rng_state = x;
-    return x;
+    return test_xorshift64(&rng_state);
 }
 
 static void fill_random(uint8_t *buf, size_t len)

@@ -10,16 +10,13 @@
 #include <cmocka.h>
 
 #include "utls/ucobs.h"
+#include "test_rng.h"
 
 static uint64_t rng_state;
 
 static uint32_t rnd32(void)
 {
-    /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+    return (uint32_t)(test_xorshift64star(&rng_state) >> 32);
 }
 
 /* A sent stream: the datagrams and where each frame lies. */
@@ -571,16 +568,7 @@ static void test_ucobs_property(void **state)
             so[nseg] = a;
             se[nseg++] = b < s.wire_len ? b : s.wire_len;
         }
-        /* shuffle */
-        for (size_t i = nseg; i > 1; i--) {
-            size_t j = rnd32() % i;
-            uint64_t t = so[i - 1];
-            so[i - 1] = so[j];
-            so[j] = t;
-            t = se[i - 1];
-            se[i - 1] = se[j];
-            se[j] = t;
-        }
+        test_shuffle_pairs(so, se, nseg, &rng_state);
         utls_ucobs_rx *rx = rx_start(&s, NULL);
         for (size_t i = 0; i < nseg; i++) {
             feed(rx, &s, so[i], se[i]);

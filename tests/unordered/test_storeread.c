@@ -767,16 +767,7 @@ static void test_storeread_utcp_skip_bodies(void **state)
     memset(&st, 0, sizeof(st));
     assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fd), 0);
     assert_int_equal(fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) | O_NONBLOCK), 0);
-    st.p.sctx = SSL_CTX_new(TLS_server_method());
-    st.p.cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(st.p.sctx, uh_cert)
-                && SSL_CTX_use_PrivateKey(st.p.sctx, uh_key));
-    SSL_CTX_set_min_proto_version(st.p.cctx, TLS1_3_VERSION);
-    SSL_CTX_set_num_tickets(st.p.sctx, 0);
-    st.p.c = SSL_new(st.p.cctx);
-    st.p.s = SSL_new(st.p.sctx);
-    st.p.c_in = BIO_new(BIO_s_mem());
-    st.p.c_out = BIO_new(BIO_s_mem());
+    assert_true(uh_pair_contexts(&st.p, uh_key, uh_cert, &(uh_pair_opts){0}));
     f = BIO_new(UTLS_BIO_f_utcp());
     sock = BIO_new_socket(fd[0], BIO_NOCLOSE);
     assert_true(f != NULL && sock != NULL && st.p.c != NULL && st.p.s != NULL);

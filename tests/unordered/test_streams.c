@@ -558,16 +558,7 @@ static void test_streams_reorder_with_ern(void **state)
     memset(&lg, 0, sizeof(lg));
     /* pair_new with tickets (the offer travels in them) and negotiation. */
     memset(&p, 0, sizeof(p));
-    p.tls.sctx = SSL_CTX_new(TLS_server_method());
-    p.tls.cctx = SSL_CTX_new(TLS_client_method());
-    assert_true(SSL_CTX_use_certificate(p.tls.sctx, uh_cert)
-                && SSL_CTX_use_PrivateKey(p.tls.sctx, uh_key));
-    SSL_CTX_set_min_proto_version(p.tls.cctx, TLS1_3_VERSION);
-    SSL_CTX_set_num_tickets(p.tls.sctx, 2);
-    p.tls.c = SSL_new(p.tls.cctx);
-    p.tls.s = SSL_new(p.tls.sctx);
-    p.tls.c_in = BIO_new(BIO_s_mem());
-    p.tls.c_out = BIO_new(BIO_s_mem());
+    assert_true(uh_pair_contexts(&p.tls, uh_key, uh_cert, &(uh_pair_opts){.tls13_tickets = 2}));
     p.tls.seg = BIO_new(UTLS_BIO_s_segment());
     SSL_set_bio(p.tls.c, p.tls.c_in, p.tls.c_out);
     SSL_set_bio(p.tls.s, p.tls.seg, p.tls.seg);

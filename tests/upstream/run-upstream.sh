@@ -111,7 +111,7 @@ do_build() {
         cat "$src/.utls-patched" "$bld/.utls-configured" 2>/dev/null
         sha256sum "$self" "$here/tls13secretstest-mocks.c"
         printf '%s\n' "${targets[@]}"
-        (cd "$src" && find -L ssl/utls utls-lib utls-core include/openssl/utls.h -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null |
+        (cd "$src" && find -L ssl/utls utls-lib utls-core include/openssl/utls*.h -type f \( -name '*.c' -o -name '*.h' \) 2>/dev/null |
             sort | xargs -r sha256sum)
     } | sha256sum | cut -d' ' -f1)
 
