@@ -20,6 +20,8 @@
  *   <openssl/utls_ucobs.h>    uCOBS datagrams over TCP
  *   <openssl/utls_err.h>      the error library and reason codes
  *   <openssl/utls_tunnel.h>   IP tunnels: inner TCP in order, datagrams early
+ *   <openssl/utls_tapcheck.h> what the tap's validation of captured segments
+ *                             rejected
  *
  * docs/api-conventions.md gives the conventions every part follows.
  */
@@ -36,5 +38,6 @@
 # include <openssl/utls_err.h>
 # include <openssl/utls_tap.h>
 # include <openssl/utls_tunnel.h>
+# include <openssl/utls_tapcheck.h>
 
 #endif /* OPENSSL_UTLS_H */
