@@ -6,12 +6,24 @@
 
 #include "itree.h"
 
+/* reasm_alt is another copy of held bytes that differed from them. */
+typedef struct {
+    uint64_t offset;
+    size_t len;
+    uint8_t *buf;
+    unsigned swaps;
+} reasm_alt;
+
 struct utls_reasm {
     utls_itree runs;
     uint64_t inorder;
     utls_reasm_limits limits;
     size_t bytes_held;
     utls_reasm_stats stats;
+    int keep_alts;
+    reasm_alt alts[UTLS_REASM_MAX_ALT_COPIES];
+    size_t num_alts;
+    size_t alt_bytes;
 };
 
 void utls_reasm_limits_default(utls_reasm_limits *out_limits)
@@ -37,13 +49,173 @@ utls_reasm *utls_reasm_new(const utls_reasm_limits *limits, uint64_t inorder_off
     return r;
 }
 
+static void reasm_alt_drop(utls_reasm *r, size_t i)
+{
+    free(r->alts[i].buf);
+    r->alt_bytes -= r->alts[i].len;
+    r->alts[i] = r->alts[--r->num_alts];
+}
+
 void utls_reasm_free(utls_reasm *r)
 {
     if (r == NULL) {
         return;
     }
+    while (r->num_alts > 0) {
+        reasm_alt_drop(r, r->num_alts - 1);
+    }
     utls_itree_clear(&r->runs);
     free(r);
+}
+
+void utls_reasm_keep_alternates(utls_reasm *r, int on)
+{
+    r->keep_alts = on != 0;
+    while (!r->keep_alts && r->num_alts > 0) {
+        reasm_alt_drop(r, r->num_alts - 1);
+    }
+}
+
+int utls_reasm_find_alternate(const utls_reasm *r, utls_reasm_run *out_run, uint64_t offset)
+{
+    size_t i;
+    int found = 0;
+
+    for (i = 0; i < r->num_alts; i++) {
+        if (r->alts[i].offset == offset) {
+            out_run->offset = offset;
+            out_run->data = r->alts[i].buf;
+            out_run->len = r->alts[i].len;
+            found = 1; /* later entries are newer, except after a drop: fine */
+        }
+    }
+    return found;
+}
+
+size_t utls_reasm_num_alternates(const utls_reasm *r)
+{
+    return r->num_alts;
+}
+
+/* reasm_alt_keep keeps a copy of the fragment [offset, offset + len) that
+ * conflicted with held bytes, then enforces the bounds by dropping the copy
+ * furthest from the in-order point (possibly this one). Allocation failure
+ * only means the copy is not kept. */
+static void reasm_alt_keep(utls_reasm *r, uint64_t offset, const uint8_t *data, size_t len)
+{
+    size_t i;
+
+    if (len > UTLS_REASM_MAX_ALT_BYTES) {
+        r->stats.alt_copies_dropped++;
+        return;
+    }
+    for (i = 0; i < r->num_alts; i++) {
+        if (r->alts[i].offset == offset && r->alts[i].len == len
+            && memcmp(r->alts[i].buf, data, len) == 0) {
+            return; /* the same copy again */
+        }
+    }
+    uint8_t *buf = malloc(len);
+    if (buf == NULL) {
+        return;
+    }
+    memcpy(buf, data, len);
+    if (r->num_alts == UTLS_REASM_MAX_ALT_COPIES) {
+        /* Room for one more: the bounds below then pick what goes. */
+        size_t far = 0;
+        for (i = 1; i < r->num_alts; i++) {
+            if (r->alts[i].offset > r->alts[far].offset) {
+                far = i;
+            }
+        }
+        if (r->alts[far].offset < offset) {
+            free(buf);
+            r->stats.alt_copies_dropped++;
+            return;
+        }
+        reasm_alt_drop(r, far);
+        r->stats.alt_copies_dropped++;
+    }
+    r->alts[r->num_alts].offset = offset;
+    r->alts[r->num_alts].len = len;
+    r->alts[r->num_alts].buf = buf;
+    r->alts[r->num_alts].swaps = 0;
+    r->num_alts++;
+    r->alt_bytes += len;
+    r->stats.alt_copies_kept++;
+    while (r->alt_bytes > UTLS_REASM_MAX_ALT_BYTES) {
+        size_t far = 0;
+        for (i = 1; i < r->num_alts; i++) {
+            if (r->alts[i].offset > r->alts[far].offset) {
+                far = i;
+            }
+        }
+        reasm_alt_drop(r, far);
+        r->stats.alt_copies_dropped++;
+    }
+}
+
+/* reasm_alt_exchange swaps the bytes of copy |a| with the held bytes where
+ * both exist; returns 1 if any differed (then [*from, *to) covers them). */
+static int reasm_alt_exchange(utls_reasm *r, reasm_alt *a, uint64_t *from, uint64_t *to)
+{
+    uint64_t a_end = a->offset + a->len;
+    utls_itree_node *n = utls_itree_find_le(&r->runs, a->offset);
+    int changed = 0;
+
+    if (n == NULL || n->end <= a->offset) {
+        n = utls_itree_find_ge(&r->runs, a->offset);
+    }
+    for (; n != NULL && n->start < a_end; n = utls_itree_find_ge(&r->runs, n->start + 1)) {
+        uint64_t x0 = n->start > a->offset ? n->start : a->offset;
+        uint64_t x1 = n->end < a_end ? n->end : a_end;
+        uint8_t *held = n->buf + n->head + (x0 - n->start);
+        uint8_t *alt = a->buf + (x0 - a->offset);
+        size_t k;
+
+        if (x0 >= x1 || memcmp(held, alt, (size_t)(x1 - x0)) == 0) {
+            continue;
+        }
+        for (k = 0; k < (size_t)(x1 - x0); k++) {
+            uint8_t t = held[k];
+            held[k] = alt[k];
+            alt[k] = t;
+        }
+        if (!changed || x0 < *from) {
+            *from = x0;
+        }
+        if (!changed || x1 > *to) {
+            *to = x1;
+        }
+        changed = 1;
+    }
+    return changed;
+}
+
+int utls_reasm_swap_alternate(utls_reasm *r, uint64_t offset, size_t len, uint64_t *out_from,
+                              uint64_t *out_to)
+{
+    uint64_t end = (uint64_t)len > UINT64_MAX - offset ? UINT64_MAX : offset + len;
+    size_t i;
+
+    /* A copy never swapped in first: the record may span several copies
+     * (one per segment), and undoing the last swap before trying them all
+     * would go round in circles. Then those swapped in before. */
+    for (unsigned pass = 0; pass < UTLS_REASM_MAX_ALT_SWAPS; pass++) {
+        for (i = 0; i < r->num_alts; i++) {
+            reasm_alt *a = &r->alts[i];
+
+            if (a->swaps != pass || a->offset >= end || a->offset + a->len <= offset) {
+                continue;
+            }
+            if (reasm_alt_exchange(r, a, out_from, out_to)) {
+                a->swaps++;
+                r->stats.alt_swaps++;
+                return 1;
+            }
+        }
+    }
+    return 0;
 }
 
 static const uint8_t *reasm_node_data(const utls_itree_node *n)
@@ -388,6 +560,9 @@ utls_reasm_result utls_reasm_insert(utls_reasm *r, uint64_t offset, const uint8_
     r->stats.bytes_conflicting += ctx.bytes_conflict;
     if (ctx.bytes_conflict != 0) {
         r->stats.num_conflicting_inserts++;
+        if (r->keep_alts) {
+            reasm_alt_keep(r, offset, data, (size_t)(end - offset));
+        }
     }
     r->stats.bytes_evicted += reasm_evict_far_end(r);
     if (ctx.bytes_new == 0) {
@@ -406,6 +581,13 @@ int utls_reasm_advance(utls_reasm *r, uint64_t inorder_offset)
      * trim: no tree operation (this runs on every segment BIO insert). */
     const utls_itree_node *low = utls_itree_min(&r->runs);
     r->inorder = inorder_offset;
+    for (size_t i = 0; i < r->num_alts;) {
+        if (r->alts[i].offset + r->alts[i].len <= inorder_offset) {
+            reasm_alt_drop(r, i); /* in order now: the stream has its bytes */
+        } else {
+            i++;
+        }
+    }
     if (low == NULL || low->start >= inorder_offset) {
         return 1;
     }

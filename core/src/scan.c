@@ -434,6 +434,32 @@ int utls_scan_advance(utls_scan *s, uint64_t inorder_offset)
     return 1;
 }
 
+int utls_scan_forget(utls_scan *s, uint64_t from, uint64_t to)
+{
+    utls_itree_node *n;
+
+    if (to <= from) {
+        return 1;
+    }
+    /* Checked intervals: cut [from, to) out, keeping what lies outside. */
+    while ((n = utls_itree_find_le(&s->checked, to - 1)) != NULL && n->end > from) {
+        uint64_t a = n->start;
+        uint64_t b = n->end;
+        utls_itree_node_free(utls_itree_remove(&s->checked, a));
+        if (a < from && !utls_itree_add_range(&s->checked, a, from)) {
+            return 0;
+        }
+        if (b > to && !utls_itree_add_range(&s->checked, to, b)) {
+            return 0;
+        }
+    }
+    /* Pending headers found in the old bytes. */
+    while ((n = utls_itree_find_ge(&s->pending, from)) != NULL && n->start < to) {
+        utls_itree_node_free(utls_itree_remove(&s->pending, n->start));
+    }
+    return 1;
+}
+
 size_t utls_scan_num_pending(const utls_scan *s)
 {
     return s->pending.num_nodes;

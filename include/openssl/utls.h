@@ -22,6 +22,8 @@
  *   <openssl/utls_tunnel.h>   IP tunnels: inner TCP in order, datagrams early
  *   <openssl/utls_evloop.h>   event-loop readiness: what to poll, which
  *                             connections have records ready
+ *   <openssl/utls_tapcheck.h> what the tap's validation of captured segments
+ *                             rejected
  *
  * docs/api-conventions.md gives the conventions every part follows.
  */
@@ -39,5 +41,6 @@
 # include <openssl/utls_tap.h>
 # include <openssl/utls_tunnel.h>
 # include <openssl/utls_evloop.h>
+# include <openssl/utls_tapcheck.h>
 
 #endif /* OPENSSL_UTLS_H */

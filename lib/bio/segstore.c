@@ -92,6 +92,7 @@ static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t ar
     e = &c->events[(c->ev_head + c->ev_count) % UTLS_SEG_MAX_EVENTS];
     e->offset = offset;
     e->len = len;
+    e->other_copy = 0;
     /* The clock is read only for bytes past a hole, never on the in-order path. */
     e->arrival_ns = arrival_ns != 0 ? arrival_ns : utls_now_ns();
     c->ev_count++;
@@ -213,6 +214,56 @@ static int seg_store_window_ok(const seg_ctx *c, uint64_t offset, size_t len)
     return 0;
 }
 
+/*
+ * seg_push_captured is utls_seg_push for the tap's store. Its in-order point
+ * is the local kernel's (utls_segstore_skip_inorder), never moved by what
+ * was captured: a captured segment is a claim the kernel may have rejected
+ * (a forged copy at a lost offset that lined up with the in-order end would
+ * otherwise hide the hole and every record behind it). So every captured
+ * byte at or past the in-order point goes to the store, as bytes past a
+ * hole, and the record layer authenticates what it finds there.
+ */
+static int seg_push_captured(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
+                             uint64_t arrival_ns)
+{
+    uint64_t end = c->read_off;
+    utls_reasm_stats before, after;
+    utls_reasm_result r;
+
+    if (offset + len <= end)
+        return 1; /* the kernel has these bytes */
+    if (offset < end) {
+        data += end - offset;
+        len -= (size_t)(end - offset);
+        offset = end;
+    }
+    if (!seg_store_window_ok(c, offset, len))
+        return 0;
+    utls_reasm_get_stats(c->ooo, &before);
+    r = seg_store_insert(c, offset, data, len);
+    utls_reasm_get_stats(c->ooo, &after);
+    if (after.alt_copies_kept != before.alt_copies_kept) {
+        /* It differed from bytes held: the SSL gets this copy too, and
+         * keeps it in case the first one fails to authenticate. */
+        seg_queue_event(c, offset, len, arrival_ns);
+        c->events[(c->ev_head + c->ev_count - 1) % UTLS_SEG_MAX_EVENTS].other_copy = 1;
+    }
+    switch (r) {
+    case UTLS_REASM_STORED:
+        seg_queue_event(c, offset, len, arrival_ns);
+        return 1;
+    case UTLS_REASM_NO_NEW_DATA:
+        return 1;
+    case UTLS_REASM_DROPPED:
+        utls_raise(UTLS_R_OUTSIDE_WINDOW, "receive buffer full");
+        return 0;
+    case UTLS_REASM_INVALID:
+    case UTLS_REASM_ERROR:
+    default:
+        return 0;
+    }
+}
+
 /* utls_seg_push is UTLS_BIO_segment_push on the context. */
 int utls_seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t len,
                   uint64_t arrival_ns)
@@ -227,6 +278,8 @@ int utls_seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t
                    (unsigned long long)offset, len);
         return 0;
     }
+    if (c->discard_inorder)
+        return seg_push_captured(c, offset, data, len, arrival_ns);
     if (offset + len <= end)
         return 1; /* already received: a retransmission or duplicate */
     if (offset + len - end > c->window) {
@@ -402,6 +455,16 @@ static int seg_take_event(seg_ctx *c, utls_bio_fragment *f)
         utls_reasm_run run;
 
         seg_event_drop_oldest(c);
+        if (e.other_copy) {
+            /* Handed on whole, from the kept copy (if still kept). */
+            if (!utls_reasm_find_alternate(c->ooo, &run, e.offset) || e.offset < inorder)
+                continue;
+            f->offset = run.offset;
+            f->data = run.data;
+            f->len = run.len;
+            f->arrival_ns = e.arrival_ns;
+            return 1;
+        }
         if (start < inorder)
             start = inorder;
         if (start >= end || !utls_reasm_find_run(c->ooo, &run, start))
@@ -462,8 +525,12 @@ utls_segstore *utls_segstore_new(void)
 {
     seg_ctx *c = utls_seg_ctx_new();
 
-    if (c != NULL)
+    if (c != NULL) {
         c->discard_inorder = 1;
+        /* Its bytes are never the in-order stream (the socket's are): a
+         * differing later copy is kept and handed on (seg_push_captured). */
+        utls_reasm_keep_alternates(c->ooo, 1);
+    }
     return c;
 }
 
@@ -495,7 +562,8 @@ void utls_segstore_skip_inorder(utls_segstore *c, uint64_t offset)
     if (offset > c->read_off) {
         c->read_off = offset;
         utls_reasm_advance(c->ooo, offset);
-        seg_pull_contiguous(c);
+        /* Held bytes that now touch the in-order point stay held: only the
+         * kernel says which bytes it took (seg_push_captured). */
     }
 }
 

@@ -35,6 +35,9 @@ typedef struct {
     uint64_t offset;
     size_t len;
     uint64_t arrival_ns;
+    /* The tap's store: the bytes are a copy that differed from those held
+     * (utls_reasm_find_alternate), handed on for the SSL to keep too. */
+    int other_copy;
 } seg_event;
 
 struct utls_segstore_st {

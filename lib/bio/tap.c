@@ -31,6 +31,7 @@
 #include "common/utls_common.h"
 #include "bio/utls_bio.h"
 #include "bio/tap_local.h"
+#include "bio/tap_validate.h"
 
 /* How long a blocking read waits on the shared descriptor before it looks at
  * its own inbox again, when other connections share the tap: another thread
@@ -212,6 +213,11 @@ struct tap_ctx_st {
     CRYPTO_RWLOCK *lock;
     uint64_t token;   /* pushes that added fragment events */
     uint64_t wakeups; /* readiness reports for fragments alone */
+    /* The local kernel's in-order point (SIOCINQ past sock_read_off) when
+     * the ring was last drained, and what validation knows (tap_validate.h). */
+    uint64_t confirmed;
+    utls_tap_validator val;
+    utls_tap_kernel_query query;
 };
 
 static void tap_lock_w(tap_ctx *t)
@@ -238,6 +244,19 @@ static void tap_ctx_free(tap_ctx *t)
     OPENSSL_free(t);
 }
 
+/* tap_confirm moves the capture store's in-order point to where the
+ * kernel's own in-order stream reaches: only the kernel moves it (a forged
+ * copy of a lost segment lined up with it would otherwise hide the hole). */
+static void tap_confirm(tap_ctx *t)
+{
+    uint64_t k = utls_tap_kernel_inorder(t->sock, t->sock_read_off);
+
+    if (k > t->confirmed)
+        t->confirmed = k;
+    utls_segstore_skip_inorder(t->cap, t->confirmed);
+    utls_tap_validator_drain(&t->val);
+}
+
 static void tap_process(tap_ctx *t, const tap_pkt *p)
 {
     uint64_t end, off;
@@ -251,6 +270,12 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
     if (d < 0 && (uint64_t)(-(int64_t)d) > end)
         return;
     off = end + (int64_t)d;
+    /* What the kernel would drop does not enter the store (tap_validate.h):
+     * the hub read the checksum and headers (p->hdr) from the raw packet;
+     * the window, ACK and PAWS checks need this connection's state. */
+    if (utls_tap_validate_hdr(&t->val, &p->hdr, p->len, off, t->confirmed, &t->query)
+        != UTLS_TAP_SEG_OK)
+        return;
     t->stats.payload_bytes += p->len;
     if (p->arrival_ns > t->stats.last_byte_ns)
         t->stats.last_byte_ns = p->arrival_ns;
@@ -264,12 +289,17 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
         t->token++;
 }
 
-/* tap_drain moves what the hub holds for this connection into its store. */
+/* tap_drain moves what the hub holds for this connection into its store:
+ * one ioctl (tap_confirm) when there is any, after the take so that the
+ * kernel's in-order point is at least as new as every segment taken. */
 static void tap_drain(tap_ctx *t)
 {
     tap_pkt *p, *n;
 
-    for (p = utls_tap_hub_take(t->att, t->gen); p != NULL; p = n) {
+    p = utls_tap_hub_take(t->att, t->gen);
+    if (p != NULL)
+        tap_confirm(t);
+    for (; p != NULL; p = n) {
         n = p->next;
         tap_process(t, p);
         OPENSSL_free(p);
@@ -297,6 +327,8 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     t->sock = fd;
     t->stream_seq0 = isn + 1;
     t->sock_read_off = read_off;
+    t->confirmed = read_off;
+    t->query = utls_tap_socket_query(&t->sock);
     utls_segstore_skip_inorder(t->cap, read_off);
     return 1;
 }
@@ -587,5 +619,27 @@ int UTLS_BIO_tap_get_stats(BIO *b, UTLS_TAP_STATS *out_stats)
     /* Drops happen in the one ring every connection shares. */
     t->stats.ring_drops = utls_tap_hub_ring_drops();
     *out_stats = t->stats;
+    return 1;
+}
+
+int UTLS_BIO_tap_get_check_stats(BIO *b, UTLS_TAP_CHECK_STATS *out_stats, size_t stats_size)
+{
+    UTLS_TAP_CHECK_STATS st;
+    const tap_ctx *t;
+
+    if (b == NULL || out_stats == NULL || stats_size > sizeof(st) || tap_type < 0
+        || BIO_method_type(b) != tap_type)
+        return 0;
+    t = BIO_get_data(b);
+    memset(&st, 0, sizeof(st));
+    st.passed = t->val.counts[UTLS_TAP_SEG_OK];
+    st.bad_checksum = t->val.counts[UTLS_TAP_SEG_BAD_CHECKSUM];
+    st.bad_flags = t->val.counts[UTLS_TAP_SEG_BAD_FLAGS];
+    st.out_of_window = t->val.counts[UTLS_TAP_SEG_OUT_OF_WINDOW];
+    st.bad_ack = t->val.counts[UTLS_TAP_SEG_BAD_ACK];
+    st.paws = t->val.counts[UTLS_TAP_SEG_PAWS];
+    st.checksum_unchecked = t->val.csum_unchecked;
+    st.checksum_by_device = t->val.csum_by_device;
+    memcpy(out_stats, &st, stats_size);
     return 1;
 }

@@ -59,6 +59,7 @@
 #include "common/utls_common.h"
 #include "bio/utls_bio.h"
 #include "bio/tap_local.h"
+#include "bio/tap_validate.h"
 
 /* The table's buckets: a power of two, as many as flows at most. */
 #define HUB_BUCKETS 65536u
@@ -465,6 +466,11 @@ static void ring_process(const struct tpacket3_hdr *h)
     }
     pkt->next = NULL;
     pkt->seq = seg.seq;
+    /* The checksum and the headers the connection's validator needs are read
+     * here: only the ring has the raw packet and its status word (a bad
+     * checksum is counted and dropped by the connection, tap_validate.h). */
+    utls_tap_inspect(p, h->tp_snaplen - (h->tp_net - h->tp_mac), h->tp_status, seg.flags,
+                     &pkt->hdr);
     pkt->len = seg.payload_len;
     pkt->arrival_ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec
                       + (uint64_t)hub.real_to_mono_ns;

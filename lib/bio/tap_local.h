@@ -139,10 +139,31 @@ int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring);
 
 typedef struct tap_ctx_st tap_ctx;
 
+/* How a captured segment's TCP checksum stands (tap_validate.h). */
+enum {
+    UTLS_TAP_CSUM_BAD = 0,   /* wrong, or the headers could not be read */
+    UTLS_TAP_CSUM_OK,        /* checked by the tap: right */
+    UTLS_TAP_CSUM_UNCHECKED, /* CHECKSUM_PARTIAL: the kernel trusts it too */
+    UTLS_TAP_CSUM_BY_DEVICE  /* the device verified it */
+};
+
+/* What the per-connection validation (utls_tap_validate_hdr) needs of a
+ * captured segment's headers. The hub fills it in where the raw packet and
+ * the ring's status word are at hand (utls_tap_inspect); the packet itself
+ * is not kept. */
+typedef struct {
+    uint8_t csum;   /* UTLS_TAP_CSUM_* */
+    uint8_t flags;  /* TCP flags */
+    uint8_t has_ts; /* a timestamp option was present */
+    uint32_t ack;
+    uint32_t tsval;
+} utls_tap_hdr;
+
 /* One captured segment waiting for its connection's reader. */
 typedef struct tap_pkt_st {
     struct tap_pkt_st *next;
     uint32_t seq;
+    utls_tap_hdr hdr; /* for the connection's validator (tap_validate.h) */
     uint64_t arrival_ns; /* CLOCK_MONOTONIC */
     size_t len;
     unsigned char data[];

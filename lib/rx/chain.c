@@ -167,6 +167,57 @@ static int utls_chain_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arriva
     return 1;
 }
 
+/*
+ * utls_try_other_copy is called when the record whose header is |hit| failed
+ * to authenticate under every candidate. With the connection's own store
+ * (the tap's), a copy of its bytes that arrived second and differed may be
+ * the genuine one (the first was forged, or damaged): the store swaps it in
+ * (utls_reasm_swap_alternate), and the scanner forgets what it found in the
+ * old bytes, so that the caller's rescan tries the record again. Never with
+ * a BIO's shared store, whose bytes are its in-order stream. Returns 1 if
+ * the bytes changed.
+ */
+static int utls_try_other_copy(utls_conn *c, const utls_scan_hit *hit)
+{
+    uint64_t from = 0, to = 0;
+
+    if (c->rx.store_shared
+        || !utls_reasm_swap_alternate(c->rx.store, hit->offset,
+                                      SSL3_RT_HEADER_LENGTH + (size_t)hit->len, &from, &to))
+        return 0;
+    if (hit->offset < from)
+        from = hit->offset;
+    (void)utls_scan_forget(c->rx.scan, from, to);
+    if (c->rx.chain.valid && c->rx.chain.off > from)
+        utls_chain_drop(c);
+    return 1;
+}
+
+/* utls_failed_other_copy: another copy of [offset, offset + len) has just
+ * been kept. A header whose record failed there already is not retried
+ * until a new anchor appears, so try the other copy for it now. Returns 1 if
+ * any bytes were swapped (and rescanned). */
+int utls_failed_other_copy(SSL *s, utls_conn *c, uint64_t offset, size_t len,
+                           uint64_t arrival_ns)
+{
+    size_t i;
+    int any = 0;
+
+    for (i = 0; i < c->rx.failed.num; i++) {
+        utls_scan_hit hit = c->rx.failed.hit[i];
+
+        if (hit.offset >= offset + len
+            || hit.offset + SSL3_RT_HEADER_LENGTH + hit.len <= offset)
+            continue;
+        if (utls_try_other_copy(c, &hit)) {
+            any = 1;
+            utls_process_run(s, c, hit.offset, arrival_ns);
+            break; /* the failed list may have changed under the rescan */
+        }
+    }
+    return any;
+}
+
 /* utls_process_run scans the run holding |offset| and tries every header. */
 void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns)
 {
@@ -193,10 +244,16 @@ void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns
                 size_t allowance = first;
 
                 c->stats.headers_found++;
-                if (utls_try_record(s, c, &hits[i], &run, arrival_ns, &allowance))
+                if (utls_try_record(s, c, &hits[i], &run, arrival_ns, &allowance)) {
                     again = 1; /* the next header is now known (chained) */
-                else
+                } else {
                     utls_failed_add(c, &hits[i], first - allowance);
+                    /* Probed and failed: perhaps another copy verifies.
+                     * Swapped in place (the run stays where it is); the
+                     * forgotten positions are scanned again below. */
+                    if (allowance < first && utls_try_other_copy(c, &hits[i]))
+                        again = 1;
+                }
             }
         } while (sr == UTLS_SCAN_MORE);
         /* A new anchor pins the numbers of records next to it: retry. */

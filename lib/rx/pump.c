@@ -77,6 +77,11 @@ int utls_store_refresh(SSL *s, utls_conn *c)
         rl.max_fragments = c->limits.max_fragments;
         rl.max_window = c->limits.max_window;
         c->rx.reasm = utls_reasm_new(&rl, c->inorder.next_offset);
+        /* The connection's own copy is never the in-order stream (OpenSSL
+         * reads that from the BIO): it may keep other copies of a range for
+         * a record that fails under the first (utls_try_other_copy). */
+        if (c->rx.reasm != NULL)
+            utls_reasm_keep_alternates(c->rx.reasm, 1);
     }
     c->rx.store = c->rx.reasm;
     return c->rx.store != NULL;
@@ -91,11 +96,23 @@ uint64_t utls_store_epoch(const utls_conn *c)
 /* utls_shared_over_limits: with a shared store the BIO's receive window bounds
  * the memory; the connection's limits still bound what the out-of-order side
  * takes on (the bytes it scans and probes). A fragment past them is left to
- * the in-order stream, as a copy would have been dropped. */
+ * the in-order stream, as a copy would have been dropped. The store cannot be
+ * trimmed from here (it is the BIO's receive buffer), so the far side gives
+ * way instead: a fragment that ends within half of max_bytes_held of the
+ * in-order point is always taken, whatever lies further out. Otherwise data
+ * injected far ahead (a storm of forged headers, a spray of 1-byte segments)
+ * would hold the store over its limits and shut out the near, genuine
+ * fragments for as long as it stays (issue 20). The work it adds is bounded
+ * by that distance and by the probe budget. */
 static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *f)
 {
-    return f->offset + f->len - c->inorder.next_offset > c->limits.max_window
-        || utls_reasm_bytes_held(c->rx.store) > c->limits.max_bytes_held
+    uint64_t reach = f->offset + f->len - c->inorder.next_offset;
+
+    if (reach > c->limits.max_window)
+        return 1;
+    if (reach <= c->limits.max_bytes_held / 2)
+        return 0;
+    return utls_reasm_bytes_held(c->rx.store) > c->limits.max_bytes_held
         || utls_reasm_num_fragments(c->rx.store) > c->limits.max_fragments;
 }
 
@@ -138,7 +155,9 @@ void utls_pump(SSL *s, utls_conn *c)
         utls_reasm_get_stats(c->rx.store, &before);
     for (;;) {
         uint64_t at[UTLS_SCAN_BATCH], latest = 0;
-        size_t n = 0, k;
+        uint64_t other_off[UTLS_SCAN_BATCH];
+        size_t other_len[UTLS_SCAN_BATCH];
+        size_t n = 0, k, num_other = 0;
 
         /*
          * Take a batch of fragments first and credit the probe budget for all
@@ -164,18 +183,54 @@ void utls_pump(SSL *s, utls_conn *c)
                     c->stats.bytes_dropped += f.len;
                     continue;
                 }
-            } else if (utls_reasm_insert(c->rx.store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
-                continue;
+            } else {
+                uint64_t kept = 0;
+                utls_reasm_stats rs;
+
+                if (c->rx.failed.num > 0) {
+                    utls_reasm_get_stats(c->rx.store, &rs);
+                    kept = rs.alt_copies_kept;
+                }
+                if (utls_reasm_insert(c->rx.store, f.offset, f.data, f.len) != UTLS_REASM_STORED) {
+                    /* A differing copy of held bytes, kept: a record that
+                     * failed there may verify under it (after the batch). */
+                    if (c->rx.failed.num > 0 && num_other < UTLS_SCAN_BATCH) {
+                        utls_reasm_get_stats(c->rx.store, &rs);
+                        if (rs.alt_copies_kept != kept) {
+                            other_off[num_other] = f.offset;
+                            other_len[num_other++] = f.len;
+                            if (f.arrival_ns > latest)
+                                latest = f.arrival_ns;
+                        }
+                    }
+                    continue;
+                }
             }
             at[n++] = f.offset;
             if (f.arrival_ns > latest)
                 latest = f.arrival_ns;
         }
-        if (n == 0)
+        if (n == 0 && num_other == 0)
             break;
         utls_ooo_sync(c);
         for (k = 0; k < n; k++)
             utls_process_run(s, c, at[k], latest);
+        for (k = 0; k < num_other; k++) {
+            /* The copy that arrived first (a forger's, sent ahead of the
+             * genuine one) may have used up the probe budget failing; the
+             * other copy still gets what its own bytes bring, so that it
+             * can be tried. Bound: the probes spent on copies past a hole
+             * are at most twice the budget their bytes earn, plus
+             * UTLS_RETRY_RESERVE per copy kept (UTLS_REASM_MAX_ALT_*). */
+            double grant = (double)other_len[k] * (double)c->limits.max_probes_per_kib / 1024.0;
+
+            if (grant < UTLS_RETRY_RESERVE)
+                grant = UTLS_RETRY_RESERVE; /* a short copy: the likeliest candidates */
+
+            if (c->rx.probe_budget < grant)
+                c->rx.probe_budget = grant;
+            (void)utls_failed_other_copy(s, c, other_off[k], other_len[k], latest);
+        }
     }
     /* Headers parked when the probe budget ran dry get another chance once
      * it has grown back (it grows with the bytes that keep arriving). */

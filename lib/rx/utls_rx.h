@@ -190,6 +190,10 @@ int utls_failed_retry(SSL *s, utls_conn *c, uint64_t arrival_ns);
 void utls_chain_sync(utls_conn *c);
 void utls_chain_set(utls_conn *c, uint64_t offset, size_t wire_len, uint64_t seq);
 void utls_process_run(SSL *s, utls_conn *c, uint64_t offset, uint64_t arrival_ns);
+/* utls_failed_other_copy tries another copy of [offset, offset + len), just
+ * kept by the connection's store, for the failed headers there (chain.c). */
+int utls_failed_other_copy(SSL *s, utls_conn *c, uint64_t offset, size_t len,
+                           uint64_t arrival_ns);
 
 /* pump.c: fragments from the read BIO into the stores. */
 void utls_forget_bio(utls_conn *c);

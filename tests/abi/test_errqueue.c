@@ -266,11 +266,18 @@ static void test_unordered_ern_tap(int have_tap)
         report("UTLS_BIO_tap_get_stats", tb != NULL && UTLS_BIO_tap_get_stats(tb, &ts));
         report("UTLS_BIO_tap_get_stats_ex",
                tb != NULL && UTLS_BIO_tap_get_stats_ex(tb, &ts, sizeof(ts)));
+        {
+            UTLS_TAP_CHECK_STATS cs;
+
+            report("UTLS_BIO_tap_get_check_stats",
+                   tb != NULL && UTLS_BIO_tap_get_check_stats(tb, &cs, sizeof(cs)));
+        }
         BIO_free(tb);
     } else {
         printf("skip UTLS_BIO_new_tap: no CAP_NET_RAW\n");
         printf("skip UTLS_BIO_tap_get_stats: no CAP_NET_RAW\n");
         printf("skip UTLS_BIO_tap_get_stats_ex: no CAP_NET_RAW\n");
+        printf("skip UTLS_BIO_tap_get_check_stats: no CAP_NET_RAW\n");
     }
     if (have_tap) {
         report("UTLS_tap_open", UTLS_tap_open());

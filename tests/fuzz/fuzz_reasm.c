@@ -9,7 +9,11 @@
  *   3 insert at a huge offset: u8 k, u8 len (offset 2^64 - 1 - k*64)
  *   4 feed the run holding an offset to the scanner: u16 offset
  *   5 confirm the last hit
- * After every op the store is checked against a byte-level model. */
+ *   6 swap in another copy (only with b1 & 0x40, which keeps them): u16
+ *     offset, u8 len; the scanner forgets the swapped range
+ * After every op the store is checked against a byte-level model. With other
+ * copies kept, a swapped byte must be one that some insert offered at that
+ * offset: the store never invents bytes, and never moves them. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +28,25 @@
 static uint8_t model_have[MODEL_SPACE];
 static uint8_t model_val[MODEL_SPACE];
 static uint8_t reported[MODEL_SPACE];
+/* Every value offered at each offset (a 256-bit set), valid for the current
+ * input only when seen_gen matches. */
+static uint8_t seen[MODEL_SPACE][32];
+static uint32_t seen_gen[MODEL_SPACE];
+static uint32_t gen;
+
+static void seen_add(uint64_t b, uint8_t v)
+{
+    if (seen_gen[b] != gen) {
+        memset(seen[b], 0, sizeof(seen[b]));
+        seen_gen[b] = gen;
+    }
+    seen[b][v >> 3] |= (uint8_t)(1u << (v & 7));
+}
+
+static int seen_has(uint64_t b, uint8_t v)
+{
+    return seen_gen[b] == gen && (seen[b][v >> 3] >> (v & 7)) & 1;
+}
 
 #define CHECK(c)                                                                     \
     do {                                                                             \
@@ -109,6 +132,9 @@ static void model_insert(uint64_t inorder, uint64_t window, uint64_t off, const 
 {
     for (size_t i = 0; i < len; i++) {
         uint64_t b = off + i;
+        if (b < MODEL_SPACE) {
+            seen_add(b, d[i]);
+        }
         if (b >= inorder && b < inorder + window && b < MODEL_SPACE && !model_have[b]) {
             model_have[b] = 1;
             model_val[b] = d[i];
@@ -130,6 +156,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_fragments = (size_t)(b1 % 64) + 1;
     lim.max_window = ((uint64_t)b2 + 1) * 32;
     utls_reasm *r = utls_reasm_new(&lim, 0);
+    int alts = (b1 & 0x40) != 0;
+    gen++;
+    if (r != NULL && alts) {
+        utls_reasm_keep_alternates(r, 1);
+    }
     utls_scan_profile pr;
     memset(&pr, 0, sizeof(pr));
     pr.type_mask = UTLS_SCAN_TYPE(23) | UTLS_SCAN_TYPE(22);
@@ -151,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t op;
     while (get_u8(&c, &op)) {
         uint64_t inorder = utls_reasm_inorder(r);
-        switch (op % 6) {
+        switch (op % 7) {
         case 0: {
             uint16_t off;
             uint8_t len;
@@ -248,6 +279,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 have_hit = 0;
             }
             break;
+        case 6: {
+            uint16_t off;
+            uint8_t len;
+            uint64_t from = 0;
+            uint64_t to = 0;
+            if (!get_u16(&c, &off) || !get_u8(&c, &len)) {
+                goto done;
+            }
+            int sw = utls_reasm_swap_alternate(r, inorder + off, len, &from, &to);
+            CHECK(alts || sw == 0);
+            CHECK(utls_reasm_num_alternates(r) <= UTLS_REASM_MAX_ALT_COPIES);
+            if (!sw) {
+                break;
+            }
+            CHECK(from < to && from >= inorder && to <= MODEL_SPACE);
+            for (uint64_t b = from; b < to; b++) {
+                utls_reasm_run run;
+                if (!utls_reasm_find_run(r, &run, b)) {
+                    continue; /* a gap between runs the copy spans */
+                }
+                uint8_t v = run.data[b - run.offset];
+                CHECK(model_have[b]);
+                CHECK(seen_has(b, v));
+                model_val[b] = v;
+                reported[b] = 0; /* the scanner forgets it: may report it again */
+            }
+            CHECK(utls_scan_forget(s, from, to) == 1);
+            break;
+        }
         default:
             break;
         }

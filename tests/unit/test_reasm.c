@@ -351,6 +351,93 @@ static void test_reasm_storm_fragments(void **state)
     utls_reasm_free(r);
 }
 
+/* Issue 20, point 6: a forged copy that arrived first does not shadow the
+ * genuine one. Off by default (first arrival wins); with other copies kept,
+ * a swap puts the genuine bytes in and keeps the forged ones; each copy
+ * swaps a bounded number of times. */
+static void test_reasm_alternates_swap(void **state)
+{
+    (void)state;
+    utls_reasm *r = new_default();
+    utls_reasm_stats st;
+    uint8_t forged[300];
+    uint64_t from = 0, to = 0;
+    memset(forged, 0xee, sizeof(forged));
+
+    /* Off: the conflicting copy is only counted. */
+    assert_int_equal(utls_reasm_insert(r, 1000, forged, 300), UTLS_REASM_STORED);
+    assert_int_equal(utls_reasm_insert(r, 1000, at(1000), 300), UTLS_REASM_NO_NEW_DATA);
+    assert_int_equal(utls_reasm_num_alternates(r), 0);
+    assert_int_equal(utls_reasm_swap_alternate(r, 1000, 300, &from, &to), 0);
+    utls_reasm_free(r);
+
+    r = new_default();
+    utls_reasm_keep_alternates(r, 1);
+    assert_int_equal(utls_reasm_insert(r, 1000, forged, 300), UTLS_REASM_STORED);
+    /* The genuine copy, a little wider: its new tail is stored, the rest kept. */
+    assert_int_equal(utls_reasm_insert(r, 1000, at(1000), 400), UTLS_REASM_STORED);
+    assert_int_equal(utls_reasm_num_alternates(r), 1);
+    /* The same copy again is not kept twice. */
+    assert_int_equal(utls_reasm_insert(r, 1000, at(1000), 400), UTLS_REASM_NO_NEW_DATA);
+    assert_int_equal(utls_reasm_num_alternates(r), 1);
+    /* Nothing to swap for a range the copy does not reach. */
+    assert_int_equal(utls_reasm_swap_alternate(r, 2000, 10, &from, &to), 0);
+    /* The record at [1100, 1200) failed: swap. */
+    assert_int_equal(utls_reasm_swap_alternate(r, 1100, 100, &from, &to), 1);
+    assert_int_equal(from, 1000);
+    assert_int_equal(to, 1400); /* the copy's whole overlap with the run */
+    expect_run(r, 1000, 1000, 400);
+    /* Swapped once: the forged bytes are kept but not swapped back. */
+    assert_int_equal(utls_reasm_num_alternates(r), 1);
+    assert_int_equal(utls_reasm_swap_alternate(r, 1100, 100, &from, &to), 0);
+    expect_run(r, 1000, 1000, 400);
+    utls_reasm_get_stats(r, &st);
+    assert_int_equal(st.alt_swaps, UTLS_REASM_MAX_ALT_SWAPS);
+    assert_int_equal(st.alt_copies_kept, 1);
+    /* In order past it: the copy goes. */
+    assert_int_equal(utls_reasm_advance(r, 1400), 1);
+    assert_int_equal(utls_reasm_num_alternates(r), 0);
+    utls_reasm_free(r);
+}
+
+/* The copies kept are bounded in number and bytes; past a bound the copy
+ * furthest from the in-order point goes, so the nearest survive a storm of
+ * differing copies. */
+static void test_reasm_alternates_bounded(void **state)
+{
+    (void)state;
+    utls_reasm *r = new_default();
+    utls_reasm_stats st;
+    static uint8_t forged[20000];
+    uint64_t from = 0, to = 0;
+
+    utls_reasm_keep_alternates(r, 1);
+    memset(forged, 0xee, sizeof(forged));
+    /* Genuine bytes held near, conflicting forged copies far and near. */
+    assert_int_equal(utls_reasm_insert(r, 0, at(0), 200000), UTLS_REASM_STORED);
+    for (size_t i = 0; i < 3 * UTLS_REASM_MAX_ALT_COPIES; i++) {
+        uint64_t off = 190000 - (uint64_t)i * 1000; /* each nearer than the last */
+        assert_int_equal(utls_reasm_insert(r, off, forged, 100), UTLS_REASM_NO_NEW_DATA);
+    }
+    assert_int_equal(utls_reasm_num_alternates(r), UTLS_REASM_MAX_ALT_COPIES);
+    /* The nearest copy is kept, the far ones went. */
+    uint64_t nearest = 190000 - (uint64_t)(3 * UTLS_REASM_MAX_ALT_COPIES - 1) * 1000;
+    assert_int_equal(utls_reasm_swap_alternate(r, nearest, 100, &from, &to), 1);
+    assert_int_equal(utls_reasm_swap_alternate(r, 189000, 100, &from, &to), 0);
+    /* Bytes: 20 KB copies exceed UTLS_REASM_MAX_ALT_BYTES long before the count. */
+    utls_reasm_keep_alternates(r, 0);
+    assert_int_equal(utls_reasm_num_alternates(r), 0);
+    utls_reasm_keep_alternates(r, 1);
+    for (size_t i = 0; i < 30; i++) {
+        assert_int_equal(utls_reasm_insert(r, (uint64_t)i * 5000, forged, sizeof(forged)),
+                         UTLS_REASM_NO_NEW_DATA);
+    }
+    assert_true(utls_reasm_num_alternates(r) * sizeof(forged) <= UTLS_REASM_MAX_ALT_BYTES);
+    utls_reasm_get_stats(r, &st);
+    assert_true(st.alt_copies_dropped > 0);
+    utls_reasm_free(r);
+}
+
 static void test_reasm_zero_limits(void **state)
 {
     (void)state;
@@ -380,6 +467,8 @@ int main(void)
         cmocka_unit_test(test_reasm_storm_bytes),
         cmocka_unit_test(test_reasm_storm_fragments),
         cmocka_unit_test(test_reasm_zero_limits),
+        cmocka_unit_test(test_reasm_alternates_swap),
+        cmocka_unit_test(test_reasm_alternates_bounded),
     };
     return cmocka_run_group_tests_name("reasm", tests, setup_pattern, NULL);
 }

@@ -324,6 +324,39 @@ static void test_scan_advance_forgets(void **state)
 }
 
 /* Zero-length, wrapping and tiny runs. */
+/* After the store swapped another copy into [from, to), the positions there
+ * are checked again: a header in the new bytes is reported, positions
+ * outside the range are not reported twice. (Issue 20, point 6.) */
+static void test_scan_forget_rescans_range(void **state)
+{
+    (void)state;
+    rng_state = 11;
+    static uint8_t buf[3000];
+    fill_clean(buf, sizeof(buf));
+    put_header(buf + 100, 23, 0x0303, 100);
+    utls_scan *s = new_tls13(0);
+    utls_scan_hit hits[4];
+    assert_int_equal(feed_all(s, hits, 4, 0, buf, sizeof(buf), 4), 1);
+    assert_int_equal(hits[0].offset, 100);
+    /* The same run again: nothing new. */
+    assert_int_equal(feed_all(s, hits, 4, 0, buf, sizeof(buf), 4), 0);
+    /* Other bytes at [1000, 1400): a header at 1200 appears there. */
+    put_header(buf + 1200, 23, 0x0303, 50);
+    assert_int_equal(feed_all(s, hits, 4, 0, buf, sizeof(buf), 4), 0);
+    assert_int_equal(utls_scan_forget(s, 1000, 1400), 1);
+    assert_int_equal(feed_all(s, hits, 4, 0, buf, sizeof(buf), 4), 1);
+    assert_int_equal(hits[0].offset, 1200);
+    /* A pending header inside a forgotten range is dropped with it. */
+    put_header(buf + 2900, 23, 0x0303, 1000); /* incomplete: pending */
+    assert_int_equal(utls_scan_forget(s, 2800, 3000), 1);
+    assert_int_equal(feed_all(s, hits, 4, 0, buf, sizeof(buf), 4), 0);
+    assert_int_equal(utls_scan_num_pending(s), 1);
+    assert_int_equal(utls_scan_forget(s, 2900, 2901), 1);
+    assert_int_equal(utls_scan_num_pending(s), 0);
+    assert_int_equal(utls_scan_forget(s, 5, 5), 1); /* empty range */
+    utls_scan_free(s);
+}
+
 static void test_scan_hostile_runs(void **state)
 {
     (void)state;
@@ -442,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_scan_chain_after_confirm),
         cmocka_unit_test(test_scan_chain_into_later_run),
         cmocka_unit_test(test_scan_advance_forgets),
+        cmocka_unit_test(test_scan_forget_rescans_range),
         cmocka_unit_test(test_scan_hostile_runs),
         cmocka_unit_test(test_scan_storm_limits),
         cmocka_unit_test(test_scan_false_positive_rate),

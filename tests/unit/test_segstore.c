@@ -184,17 +184,72 @@ static void test_segstore_tap_mode_skips_inorder(void **state)
     utls_bio_fragment f;
 
     (void)state;
+    /* Captured bytes at the in-order point do not move it: only the kernel
+     * (utls_segstore_skip_inorder) does. They wait in the store. */
     assert_int_equal(utls_segstore_push(c, 0, stream, 10, 0), 1);
+    assert_int_equal(utls_segstore_inorder_end(c), 0);
+    assert_int_equal(utls_segstore_num_events(c), 1);
+    utls_segstore_skip_inorder(c, 10); /* the socket has them */
     assert_int_equal(utls_segstore_inorder_end(c), 10);
+    assert_int_equal(utls_segstore_take_event(c, &f), 0); /* in order now: not early */
     assert_int_equal(utls_segstore_push(c, 30, stream + 30, 10, 0), 1);
     assert_int_equal(utls_segstore_num_events(c), 1);
     /* The socket delivered up to 35: the hole below is no hole any more. */
     utls_segstore_skip_inorder(c, 35);
-    assert_int_equal(utls_segstore_inorder_end(c), 40);
-    /* Its bytes are in order now (the socket delivers them): not early. */
-    assert_int_equal(utls_segstore_take_event(c, &f), 0);
+    assert_int_equal(utls_segstore_inorder_end(c), 35);
+    /* The part the kernel holds is passed; the rest is still early. */
+    assert_int_equal(utls_segstore_take_event(c, &f), 1);
+    assert_int_equal(f.offset, 35);
+    assert_int_equal(f.len, 5);
     utls_segstore_free(c);
     utls_segstore_free(NULL);
+}
+
+/* A forged copy of a lost segment that lines up with the in-order point does
+ * not hide the hole: the genuine bytes behind it are still reported early,
+ * and the point moves only with the kernel. (Issue 20, point 6.) */
+static void test_segstore_tap_mode_forged_copy_keeps_hole(void **state)
+{
+    utls_segstore *c = utls_segstore_new();
+    unsigned char forged[20];
+    utls_bio_fragment f;
+
+    (void)state;
+    memset(forged, 0xee, sizeof(forged));
+    utls_segstore_skip_inorder(c, 10); /* the kernel has [0, 10) */
+    assert_int_equal(utls_segstore_push(c, 10, forged, 20, 0), 1); /* lost [10, 30) forged */
+    assert_int_equal(utls_segstore_push(c, 30, stream + 30, 20, 0), 1); /* genuine after it */
+    assert_int_equal(utls_segstore_inorder_end(c), 10);
+    assert_int_equal(utls_segstore_take_event(c, &f), 1);
+    assert_int_equal(f.offset, 10);
+    assert_int_equal(utls_segstore_take_event(c, &f), 1);
+    assert_int_equal(f.offset, 30);
+    assert_int_equal(f.len, 20);
+    assert_memory_equal(f.data, stream + 30, 20);
+    utls_segstore_free(c);
+}
+
+/* A later copy that differs from the bytes the tap's store holds is handed
+ * on as a fragment of its own, so that the SSL can keep it in case the first
+ * copy fails to authenticate (issue 20, point 6); an identical copy is not. */
+static void test_segstore_tap_mode_hands_on_other_copy(void **state)
+{
+    utls_segstore *c = utls_segstore_new();
+    unsigned char forged[20];
+    utls_bio_fragment f;
+
+    (void)state;
+    memset(forged, 0xee, sizeof(forged));
+    assert_int_equal(utls_segstore_push(c, 100, forged, 20, 0), 1); /* forged first */
+    assert_int_equal(utls_segstore_take_event(c, &f), 1);
+    assert_int_equal(utls_segstore_push(c, 100, stream + 100, 20, 0), 1); /* genuine */
+    assert_int_equal(utls_segstore_take_event(c, &f), 1);
+    assert_int_equal(f.offset, 100);
+    assert_int_equal(f.len, 20);
+    assert_memory_equal(f.data, stream + 100, 20);
+    assert_int_equal(utls_segstore_push(c, 100, forged, 20, 0), 1); /* the held copy again */
+    assert_int_equal(utls_segstore_take_event(c, &f), 0);
+    utls_segstore_free(c);
 }
 
 int main(void)
@@ -207,6 +262,8 @@ int main(void)
         cmocka_unit_test(test_segstore_duplicate_no_new_event),
         cmocka_unit_test(test_segstore_events_bounded),
         cmocka_unit_test(test_segstore_tap_mode_skips_inorder),
+        cmocka_unit_test(test_segstore_tap_mode_forged_copy_keeps_hole),
+        cmocka_unit_test(test_segstore_tap_mode_hands_on_other_copy),
     };
     return cmocka_run_group_tests_name("segstore", tests, setup, NULL);
 }

@@ -43,6 +43,22 @@ extern "C" {
  * contain, used to park data that is never trimmed by the in-order point. */
 #define UTLS_REASM_MAX_WINDOW ((uint64_t)16 << 20)
 
+/* UTLS_REASM_MAX_ALT_COPIES is the default bound on other copies of held
+ * bytes kept (utls_reasm_swap_alternate), and UTLS_REASM_MAX_ALT_BYTES on
+ * their bytes. Attack bounded: a forger whose copy of a range arrived first
+ * (so the genuine one is the conflicting later copy) keeps sending more
+ * differing copies, to push the genuine one out or to grow memory. Past
+ * either bound the copy furthest from the in-order point is dropped (the
+ * nearest records come through first); a record whose genuine copy was
+ * dropped arrives in order. Each copy is swapped in at most
+ * UTLS_REASM_MAX_ALT_SWAPS times (once: a record spanning several segments
+ * fails until the last of its genuine copies is in, and undoing a swap on
+ * such a failure would go round in circles), so a record that fails under
+ * every copy costs a bounded number of rescans. */
+#define UTLS_REASM_MAX_ALT_COPIES ((size_t)32)
+#define UTLS_REASM_MAX_ALT_BYTES ((size_t)256 << 10)
+#define UTLS_REASM_MAX_ALT_SWAPS 1u
+
 typedef struct utls_reasm utls_reasm;
 
 /* utls_reasm_limits holds the per-instance limits. A limit of 0 bytes or 0
@@ -68,6 +84,9 @@ typedef struct {
     uint64_t num_inserts;
     uint64_t num_conflicting_inserts;
     uint64_t num_invalid_inserts; /* wrapping offsets, NULL data */
+    uint64_t alt_copies_kept;     /* conflicting copies kept (with alternates on) */
+    uint64_t alt_copies_dropped;  /* kept copies dropped by a bound */
+    uint64_t alt_swaps;           /* copies swapped in (utls_reasm_swap_alternate) */
 } utls_reasm_stats;
 
 /* utls_reasm_run describes one contiguous run of held bytes. |data| points
@@ -109,6 +128,34 @@ void utls_reasm_free(utls_reasm *r);
  * in-order point becomes deliverable soonest. Returns a utls_reasm_result. */
 utls_reasm_result utls_reasm_insert(utls_reasm *r, uint64_t offset, const uint8_t *data,
                                     size_t len);
+
+/* utls_reasm_keep_alternates turns on (|on| = 1) or off the keeping of
+ * conflicting copies: while on, a fragment that overlaps held bytes with
+ * different values is kept beside the store (bounded, see
+ * UTLS_REASM_MAX_ALT_COPIES) instead of being discarded, for
+ * utls_reasm_swap_alternate. Off by default: a store whose bytes are the
+ * authoritative stream (first arrival wins, as in TCP) must not change
+ * them. Turning it off drops the copies kept. */
+void utls_reasm_keep_alternates(utls_reasm *r, int on);
+
+/* utls_reasm_swap_alternate is called when the held bytes in [offset,
+ * offset + len) failed to authenticate. If a kept copy overlaps that range
+ * and differs from the held bytes there, its bytes replace the held ones
+ * where both exist, the replaced bytes are kept as that copy instead (swapped
+ * once already, see UTLS_REASM_MAX_ALT_SWAPS), and the range whose bytes
+ * changed is written to |*out_from|, |*out_to|: anything learnt from it
+ * (scanned headers, verified records) is stale. Returns 1 if it swapped, 0
+ * if there was nothing to swap. */
+int utls_reasm_swap_alternate(utls_reasm *r, uint64_t offset, size_t len, uint64_t *out_from,
+                              uint64_t *out_to);
+
+/* utls_reasm_find_alternate sets |*out_run| to the kept copy that starts at
+ * |offset| (the most recent if several) and returns 1, or returns 0 if there
+ * is none. Its data stays valid until the next call that modifies |r|. */
+int utls_reasm_find_alternate(const utls_reasm *r, utls_reasm_run *out_run, uint64_t offset);
+
+/* utls_reasm_num_alternates returns the number of other copies kept. */
+size_t utls_reasm_num_alternates(const utls_reasm *r);
 
 /* utls_reasm_advance moves the in-order point to |inorder_offset| and frees
  * every held byte below it (a straddling run is cut without copying).

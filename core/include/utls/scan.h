@@ -133,6 +133,14 @@ int utls_scan_confirm(utls_scan *s, uint64_t offset, size_t wire_len);
  * all state below it. Returns 1, or 0 if it would move backwards. */
 int utls_scan_advance(utls_scan *s, uint64_t inorder_offset);
 
+/* utls_scan_forget makes |s| forget what it learnt about positions in
+ * [from, to): they are checked again, and their pending headers dropped,
+ * when a run covers them next. For bytes the store replaced with another
+ * copy (utls_reasm_swap_alternate). Returns 1, or 0 on allocation failure
+ * (then some of those positions may stay unchecked: a record found later,
+ * in order). */
+int utls_scan_forget(utls_scan *s, uint64_t from, uint64_t to);
+
 /* utls_scan_num_pending returns the number of pending headers. */
 size_t utls_scan_num_pending(const utls_scan *s);
 
