@@ -42,6 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 import capture  # noqa: E402
+import procs  # noqa: E402
+from procs import spawn, stop  # noqa: E402
 
 PORT = 4433
 BASE_MODES = ("tls", "utls", "dtls", "ucobs")
@@ -98,9 +100,7 @@ VARIANTS = ("plaintext_1448", "classic_recovery", "no_sack", "cubic", "reno")
 # direction only; these add the same random loss on the ACK direction.
 EXTRA_VARIANTS = ("loss_both", "no_sack_loss_both")
 
-_live = []            # processes to stop on exit
 _testbeds = set()     # prefixes brought up
-_lock = threading.Lock()
 
 
 def log(msg):
@@ -155,31 +155,10 @@ class Setup:
         return [self.testbed, "--prefix", prefix, "exec", where, "--"]
 
 
-def spawn(cmd, **kw):
-    p = subprocess.Popen(cmd, **kw)
-    with _lock:
-        _live.append(p)
-    return p
-
-
-def stop(p, sig=signal.SIGTERM, wait=5):
-    if p.poll() is None:
-        try:
-            p.send_signal(sig)
-            p.wait(wait)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    with _lock:
-        if p in _live:
-            _live.remove(p)
 
 
 def cleanup(setup):
-    with _lock:
-        procs = list(_live)
-    for p in procs:
-        stop(p, signal.SIGKILL, 2)
+    procs.stop_all(signal.SIGKILL, 2)
     for prefix in sorted(_testbeds):
         setup.tb(prefix, "down", check=False)
     _testbeds.clear()
@@ -228,10 +207,8 @@ def finish_pair(recv, send, cap):
     returns (receiver exit, receiver CPU, sender exit, sender CPU)."""
     rrc, rcpu = wait_cpu(recv)
     src, scpu = wait_cpu(send)
-    with _lock:
-        for p in (recv, send):
-            if p in _live:
-                _live.remove(p)
+    procs.forget(recv)
+    procs.forget(send)
     if cap is not None:
         time.sleep(0.2)
         stop(cap, signal.SIGINT)
@@ -254,9 +231,7 @@ def exec_wrapper_cpu(setup, prefix):
     for _ in range(3):
         p = spawn(setup.tb_exec(prefix, "sender") + ["true"])
         vals.append(wait_cpu(p)[1])
-        with _lock:
-            if p in _live:
-                _live.remove(p)
+        procs.forget(p)
     return sorted(vals)[1]
 
 
