@@ -279,13 +279,7 @@ def oracle(bed, voip, a):
             want[v["i"]] = (r["offset"], r["offset"] + r["wire_len"])
     cover = {i: [] for i in want}
     done = {}
-    hint = 0
-    for t, seq, plen in segs:
-        rel = (seq - isn - 1) & 0xffffffff
-        off = rel + (hint & ~0xffffffff)
-        if off + (1 << 31) < hint:
-            off += 1 << 32
-        hint = max(hint, off + plen)
+    for t, off, plen in analyze.stream_offsets(segs, isn):
         for i, (lo, hi) in want.items():
             if i in done or off >= hi or off + plen <= lo:
                 continue
