@@ -738,10 +738,7 @@ def main():
     if a.demo:
         return demo(setup, a, t_start)
     try:
-        cfg = {"count": a.count, "interval_ms": a.interval, "size": a.size,
-               "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt,
-               "loss_pct": a.loss, "loss_dir": "fwd (sender to receiver; ACKs unharmed)",
-               "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+        cfg = point_cfg(a, loss_dir="fwd (sender to receiver; ACKs unharmed)")
         res = run_point(setup, cfg, "headline", modes=HEADLINE_MODES)
         doc = summarize(cfg, res)
         doc["targets"] = {
@@ -931,23 +928,37 @@ def check_doc(doc, modes, count):
     return bad
 
 
+def point_cfg(a, count=None, loss=None, loss_dir="fwd"):
+    """The configuration of one measured point from the command line: its
+    count and loss unless given, records of a.size bytes at a.interval."""
+    return {"count": a.count if count is None else count, "interval_ms": a.interval,
+            "size": a.size, "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt,
+            "loss_pct": a.loss if loss is None else loss, "loss_dir": loss_dir,
+            "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+
+
+def smoke_point(setup, cfg, label, modes, name):
+    """Runs one quiet point of a smoke test, always tears the testbeds down,
+    and writes its summary to OUT/NAME; returns (summary, path)."""
+    os.makedirs(setup.out, exist_ok=True)
+    try:
+        res = run_point(setup, cfg, label, modes=modes, progress=False)
+        doc = summarize(cfg, res)
+    finally:
+        cleanup(setup)
+    path = os.path.join(setup.out, name)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return doc, path
+
+
 def smoke(setup, a):
     """ctest bench.smoke_latency_quic: the QUIC modes for a few dozen
     messages on the usual path (100 ms RTT, 2% loss), the JSON written and
     read back, and check_doc."""
     count = 40
-    cfg = {"count": count, "interval_ms": a.interval, "size": a.size,
-           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": a.loss,
-           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
-    os.makedirs(setup.out, exist_ok=True)
-    try:
-        res = run_point(setup, cfg, "smoke", modes=QUIC_MODES, progress=False)
-        doc = summarize(cfg, res)
-    finally:
-        cleanup(setup)
-    path = os.path.join(setup.out, "latency.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+    doc, path = smoke_point(setup, point_cfg(a, count=count), "smoke", QUIC_MODES,
+                            "latency.json")
     with open(path) as f:
         doc = json.load(f)
     print(table(doc))
@@ -967,22 +978,12 @@ def smoke_evloop(setup, a):
     behind a hole (about 0.2 here), so this fails without the companion
     library."""
     count, slack = 250, 0.02
-    cfg = {"count": count, "interval_ms": a.interval, "size": a.size,
-           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": 5.0,
-           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
     modes = setup.modes(("utls",) + EVLOOP_MODES)
     if len(modes) != 1 + len(EVLOOP_MODES):
         log("FAIL: %s is missing (build first)" % setup.evloop_bin)
         return 1
-    os.makedirs(setup.out, exist_ok=True)
-    try:
-        res = run_point(setup, cfg, "smoke_evloop", modes=modes, progress=False)
-        doc = summarize(cfg, res)
-    finally:
-        cleanup(setup)
-    path = os.path.join(setup.out, "latency_evloop.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+    doc, path = smoke_point(setup, point_cfg(a, count=count, loss=5.0), "smoke_evloop", modes,
+                            "latency_evloop.json")
     print(table(doc))
     bad = []
     for m in EVLOOP_MODES:
@@ -1006,9 +1007,7 @@ def smoke_evloop(setup, a):
 
 
 def demo(setup, a, t_start):
-    cfg = {"count": a.count, "interval_ms": a.interval, "size": a.size,
-           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": a.loss,
-           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+    cfg = point_cfg(a)
     keylog = os.path.join(setup.out, "utls.keys")
     if os.path.exists(keylog):
         os.unlink(keylog)
