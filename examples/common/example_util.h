@@ -152,6 +152,11 @@ FILE *start_log(const char *path, long timeout_s);
 /* end_log closes |logf| unless it is stdout. */
 void end_log(FILE *logf);
 
+/* count_open_fds returns how many file descriptors the process has open
+ * (the entries of /proc/self/fd, less the one reading it), or -1 if that
+ * directory cannot be read: what leak checks compare before and after. */
+long count_open_fds(void);
+
 /* drain_until_closed shuts down the write side of the TCP socket |fd| and
  * reads and discards into |buf| (|buf_len| bytes) until the peer closes, an
  * error, or 30 s without data: the sender's last records are then not cut off

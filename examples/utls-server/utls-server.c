@@ -47,7 +47,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -377,20 +376,6 @@ static void conn_accept(int ep, int lfd)
     }
 }
 
-static long count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    long n = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
-
 static long status_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -559,7 +544,7 @@ static int worker(int lfd, int index)
             W.num_samples ? lats[W.num_samples / 2] / 1e6 : 0.0,
             W.num_samples ? lats[W.num_samples * 99 / 100] / 1e6 : 0.0,
             W.num_samples ? base / 1e6 : 0.0, status_kb("VmRSS"), status_kb("VmHWM"),
-            count_fds(),
+            count_open_fds(),
             (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3
                 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3,
             W.records > 0 ? cpu_ms() - W.cpu_at_first_ms : 0.0, (unsigned long long)W.max_open,
