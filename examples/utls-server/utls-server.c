@@ -140,16 +140,27 @@ static struct {
     size_t num_ids, ids_cap;
 } W;
 
+/* grow: |arr| (|*cap| elements of |elem| bytes) reallocated to twice its
+ * size, or to |first| elements when empty; updates |*cap| and returns the new
+ * array, or NULL (|arr| and |*cap| untouched) when memory runs out. */
+static void *grow(void *arr, size_t *cap, size_t elem, size_t first)
+{
+    size_t n = *cap ? 2 * *cap : first;
+    void *p = realloc(arr, n * elem);
+
+    if (p != NULL)
+        *cap = n;
+    return p;
+}
+
 static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_t at)
 {
     if (W.num_samples == W.samples_cap) {
-        size_t n = W.samples_cap ? 2 * W.samples_cap : 4096;
-        sample *s = realloc(W.samples, n * sizeof(*s));
+        sample *s = grow(W.samples, &W.samples_cap, sizeof(*s), 4096);
 
         if (s == NULL)
             return;
         W.samples = s;
-        W.samples_cap = n;
     }
     W.samples[W.num_samples].lat_ns = lat;
     W.samples[W.num_samples].at_ns = at;
@@ -161,13 +172,11 @@ static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_
 static void id_add(uint32_t id)
 {
     if (W.num_ids == W.ids_cap) {
-        size_t n = W.ids_cap ? 2 * W.ids_cap : 1024;
-        uint32_t *p = realloc(W.ids, n * sizeof(*p));
+        uint32_t *p = grow(W.ids, &W.ids_cap, sizeof(*p), 1024);
 
         if (p == NULL)
             return;
         W.ids = p;
-        W.ids_cap = n;
     }
     W.ids[W.num_ids++] = id;
 }
