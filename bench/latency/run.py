@@ -783,26 +783,22 @@ def main():
 
         if a.classic_recovery:
             ccfg = dict(cfg, sender_sysctls=CLASSIC)
-            cres = run_point(setup, ccfg, "classic_recovery", modes=BASE_MODES,
-                             sender_sysctls=CLASSIC)
-            doc.setdefault("variants", {})["classic_recovery"] = summarize(ccfg, cres)
-            doc["variants"]["classic_recovery"]["note"] = (
+            run_variant(setup, doc, ccfg, "classic_recovery", modes=BASE_MODES,
+                        sender_sysctls=CLASSIC, note=(
                 "the sender's TCP without RACK-TLP (net.ipv4.tcp_recovery=0, "
                 "tcp_early_retrans=0, in the sender namespace only): loss detection by three "
-                "duplicate ACKs, as in the Linux 2.6.34 of the Minion paper")
+                "duplicate ACKs, as in the Linux 2.6.34 of the Minion paper"))
 
         if a.no_sack_variant:
             ncfg = dict(cfg, receiver_sysctls=NO_SACK, loss_recovery="NewReno (3 duplicate ACKs)")
-            nres = run_point(setup, ncfg, "no_sack", modes=("tls", "utls", "ucobs"),
-                             receiver_sysctls=NO_SACK)
-            doc.setdefault("variants", {})["no_sack"] = summarize(ncfg, nres)
-            doc["variants"]["no_sack"]["note"] = (
+            nres = run_variant(setup, doc, ncfg, "no_sack", modes=("tls", "utls", "ucobs"),
+                               receiver_sysctls=NO_SACK, note=(
                 "SACK off (net.ipv4.tcp_sack=0 in the receiver namespace; either end is "
                 "enough, SACK needs both SYNs): Linux cannot use RACK-TLP without SACK and "
                 "repairs a loss by fast retransmit after three duplicate ACKs (NewReno), "
                 "or by RTO. This is the loss detection of the paper's Linux 2.6.34 for a "
                 "single loss. No dtls: it does not use TCP. sender_tcp shows the recovery "
-                "that ran (TCPRenoRecovery, no TCPSackRecovery or TCPLossProbes)")
+                "that ran (TCPRenoRecovery, no TCPSackRecovery or TCPLossProbes)"))
             for mode in ("tls", "utls", "ucobs"):
                 ctr = nres[mode]["run"].get("sender_tcp", {})
                 if ctr.get("TCPSackRecovery") or ctr.get("TCPLossProbes"):
@@ -814,36 +810,31 @@ def main():
             sysctls = NO_SACK if name.startswith("no_sack") else ()
             bcfg = dict(cfg, testbed_loss_dir="both", receiver_sysctls=sysctls,
                         loss_dir="both (each direction its own seeded loss: seed, seed + 1)")
-            bres = run_point(setup, bcfg, name, modes=("tls", "utls", "ucobs"),
-                             receiver_sysctls=sysctls)
-            doc.setdefault("variants", {})[name] = summarize(bcfg, bres)
-            doc["variants"][name]["note"] = (
+            run_variant(setup, doc, bcfg, name, modes=("tls", "utls", "ucobs"),
+                        receiver_sysctls=sysctls, note=(
                 "the same random loss on the ACK direction too (testbed --loss-dir both)%s: "
                 "the paper's dummynet setup does not say which directions lost packets"
-                % (", SACK off as in no_sack" if sysctls else ""))
+                % (", SACK off as in no_sack" if sysctls else "")))
         doc["recovery_model"] = recovery_model(cfg, doc)
 
         if a.cubic_variant and a.cc != "cubic":
             kcfg = dict(cfg, sender_cc="cubic")
-            kres = run_point(setup, kcfg, "cubic")
-            doc.setdefault("variants", {})["cubic"] = summarize(kcfg, kres)
-            doc["variants"]["cubic"]["note"] = (
+            run_variant(setup, doc, kcfg, "cubic", note=(
                 "the sender's TCP with cubic instead of bbr: cwnd reductions at 2% loss make "
                 "the sender queue records, which delays them for every mode, the oracle included. "
-                "The QUIC modes are unchanged: quic-go v0.65.0 always runs its NewReno")
+                "The QUIC modes are unchanged: quic-go v0.65.0 always runs its NewReno"))
 
         if a.reno_variant and a.cc != "reno":
             rcfg = dict(cfg, sender_cc="reno")
-            rres = run_point(setup, rcfg, "reno", modes=("tls", "utls", "ucobs") + QUIC_MODES)
-            doc.setdefault("variants", {})["reno"] = summarize(rcfg, rres)
-            doc["variants"]["reno"]["note"] = (
+            rres = run_variant(setup, doc, rcfg, "reno",
+                               modes=("tls", "utls", "ucobs") + QUIC_MODES, note=(
                 "like with like: the sender's TCP with reno (Linux's NewReno, TCP_CONGESTION "
                 "reno) and quic-go's congestion control, which v0.65.0 hard-codes to NewReno "
                 "(internal/ackhandler: NewCubicSender(..., true /* use Reno */, ...); its Cubic "
                 "code is unreachable from the API and it has no BBR, so no BBR pair exists). "
                 "Loss detection still differs: TCP RACK-TLP (reo_wnd = min_rtt/4) against "
                 "RFC 9002 (3 packets or 9/8 RTT). No dtls: OpenSSL's DTLS has no congestion "
-                "control")
+                "control"))
             cdf_plot(rres, os.path.join(setup.out, "latency_cdf_reno.png"),
                      "sender TCP reno vs quic-go NewReno: %d messages every %g ms, RTT %g ms, "
                      "%g%% loss" % (a.count, a.interval, a.rtt, a.loss), a.rtt)
@@ -950,6 +941,16 @@ def smoke_point(setup, cfg, label, modes, name):
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     return doc, path
+
+
+def run_variant(setup, doc, cfg, name, note, modes=MODES, **kw):
+    """Runs the headline's variant |name| (configuration |cfg|; |kw| go to
+    run_point), stores its summary with |note| in doc["variants"][name] and
+    returns run_point's results."""
+    res = run_point(setup, cfg, name, modes=modes, **kw)
+    doc.setdefault("variants", {})[name] = summarize(cfg, res)
+    doc["variants"][name]["note"] = note
+    return res
 
 
 def smoke(setup, a):
