@@ -21,11 +21,16 @@ to end of stream and goodput.
 import argparse
 import hashlib
 import json
+import os
 import random
 import socket
 import struct
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                "tools", "testbed"))
+import probe  # noqa: E402  (tcp_sink)
 
 
 def voip_send(a):
@@ -109,29 +114,9 @@ def bulk_send(a):
 
 
 def bulk_recv(a):
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((a.bind, a.port))
-    ls.listen(1)
-    if a.ready:
-        open(a.ready, "w").close()
-    ls.settimeout(a.timeout)
-    c, _ = ls.accept()
-    c.settimeout(a.timeout)
-    t0 = time.monotonic()
-    h = hashlib.sha256()
-    n = 0
-    while True:
-        b = c.recv(1 << 16)
-        if not b:
-            break
-        h.update(b)
-        n += len(b)
-    dt = time.monotonic() - t0
-    c.close()
+    out = probe.tcp_sink(a.bind, a.port, a.ready, a.timeout)
     with open(a.out, "w") as f:
-        json.dump({"bytes": n, "sha256": h.hexdigest(), "seconds": dt,
-                   "mbit_s": n * 8 / dt / 1e6 if dt > 0 else 0.0}, f)
+        json.dump(out, f)
     return 0
 
 
