@@ -123,19 +123,25 @@ def bulk_recv(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def receiver(name, timeout):
+        """A receiving command: BIND PORT --out FILE [--ready FILE] [--timeout S]."""
+        q = sub.add_parser(name)
+        q.add_argument("bind")
+        q.add_argument("port", type=int)
+        q.add_argument("--out", required=True)
+        q.add_argument("--ready")
+        q.add_argument("--timeout", type=float, default=timeout)
+        return q
+
     q = sub.add_parser("voip-send")
     q.add_argument("dst")
     q.add_argument("port", type=int)
     q.add_argument("--count", type=int, required=True)
     q.add_argument("--pps", type=float, default=50)
     q.add_argument("--size", type=int, default=172)
-    q = sub.add_parser("voip-recv")
-    q.add_argument("bind")
-    q.add_argument("port", type=int)
+    q = receiver("voip-recv", 30)
     q.add_argument("--count", type=int, required=True)
-    q.add_argument("--out", required=True)
-    q.add_argument("--ready")
-    q.add_argument("--timeout", type=float, default=30)
     q.add_argument("--idle", type=float, default=5)
     q = sub.add_parser("bulk-send")
     q.add_argument("dst")
@@ -144,12 +150,7 @@ def main():
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--cc", default="cubic")
     q.add_argument("--timeout", type=float, default=120)
-    q = sub.add_parser("bulk-recv")
-    q.add_argument("bind")
-    q.add_argument("port", type=int)
-    q.add_argument("--out", required=True)
-    q.add_argument("--ready")
-    q.add_argument("--timeout", type=float, default=120)
+    receiver("bulk-recv", 120)
     a = ap.parse_args()
     return {"voip-send": voip_send, "voip-recv": voip_recv, "bulk-send": bulk_send,
             "bulk-recv": bulk_recv}[a.cmd](a) or 0
