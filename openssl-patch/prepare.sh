@@ -117,30 +117,25 @@ orig_uri() {
 # archive's pool directory of the orig tarball (apt-helper checks the pinned
 # SHA-256 while downloading). Prints the local path.
 fetch_file() {
-    local name=$1 sha=$2 override=$3 dest=$cache/$1 uri
+    local name=$1 sha=$2 override=$3 dest=$cache/$1 dir uri
     if [ -f "$dest" ] && [ "$(sha256sum <"$dest" | cut -d' ' -f1)" = "$sha" ]; then
         echo "$dest"
         return
     fi
     mkdir -p "$cache"
     if [ -n "${DEBIAN_POOL_URI:-}" ]; then
-        uri=$DEBIAN_POOL_URI/$(printf '%s' "$name" | sed 's/~/%7e/g')
-        note "fetching $uri" >&2
-        /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$sha" >&2 ||
-            die "download of $uri failed or did not match the pinned SHA-256" \
-                "put a verified copy at $dest or set $override"
-        mv "$dest.part" "$dest"
-        echo "$dest"
-        return
+        dir=$DEBIAN_POOL_URI
+    else
+        command -v apt-get >/dev/null || die "no apt-get to fetch $name" \
+            "put a copy at $dest or set $override=/path/to/$name"
+        ensure_deb_src
+        uri=$(orig_uri)
+        [ -n "$uri" ] || die "Debian's archive no longer offers $ORIG_TARBALL (OpenSSL $UPSTREAM_VERSION)" \
+            "old versions leave the security pool; put a verified copy of $name at $dest" \
+            "or set $override=/path/to/$name, or move openssl-patch/BASE to a newer 3.0.x"
+        dir=${uri%/*}
     fi
-    command -v apt-get >/dev/null || die "no apt-get to fetch $name" \
-        "put a copy at $dest or set $override=/path/to/$name"
-    ensure_deb_src
-    uri=$(orig_uri)
-    [ -n "$uri" ] || die "Debian's archive no longer offers $ORIG_TARBALL (OpenSSL $UPSTREAM_VERSION)" \
-        "old versions leave the security pool; put a verified copy of $name at $dest" \
-        "or set $override=/path/to/$name, or move openssl-patch/BASE to a newer 3.0.x"
-    uri=${uri%/*}/$(printf '%s' "$name" | sed 's/~/%7e/g')
+    uri=$dir/$(printf '%s' "$name" | sed 's/~/%7e/g')
     note "fetching $uri" >&2
     /usr/lib/apt/apt-helper download-file "$uri" "$dest.part" "SHA256:$sha" >&2 ||
         die "download of $uri failed or did not match the pinned SHA-256" \

@@ -255,6 +255,20 @@ def tcp_segments(pcap_path, port):
     return segs, isn
 
 
+def stream_offsets(segs, isn):
+    """Yields (t, stream offset, payload length) for tcp_segments()' list:
+    each 32-bit sequence number made an offset from the first payload byte,
+    widened past 4 GiB around the furthest offset seen so far."""
+    end_hint = 0
+    for t, seq, plen in segs:
+        rel = (seq - isn - 1) & 0xffffffff
+        off = rel + (end_hint & ~0xffffffff)
+        if off + (1 << 31) < end_hint:
+            off += 1 << 32
+        end_hint = max(end_hint, off + plen)
+        yield t, off, plen
+
+
 def oracle_from_pcap(pcap_path, port, offsets, wire_len, real_minus_mono_ns):
     """{index: CLOCK_MONOTONIC ns at which the record's last byte was first
     seen}. offsets: {index: stream offset of the record's header}."""
@@ -267,14 +281,7 @@ def oracle_from_pcap(pcap_path, port, offsets, wire_len, real_minus_mono_ns):
     import bisect
     covered = {i: [] for i in offsets}   # merged [a, b) intervals, record-relative
     done = {}
-    end_hint = 0
-    for t, seq, plen in segs:
-        rel = (seq - isn - 1) & 0xffffffff
-        # Widen around the furthest offset seen (streams here stay < 4 GiB).
-        off = rel + (end_hint & ~0xffffffff)
-        if off + (1 << 31) < end_hint:
-            off += 1 << 32
-        end_hint = max(end_hint, off + plen)
+    for t, off, plen in stream_offsets(segs, isn):
         a, b = off, off + plen
         k = bisect.bisect_right(starts, a) - 1
         if k < 0:

@@ -44,8 +44,7 @@ static struct {
 } opt = {.loop = "epoll", .idle_ms = 3000, .timeout_s = 300};
 
 static FILE *logf_;
-static unsigned char *seen;
-static long num_ok, num_dup, num_bad;
+static record_log rl;
 
 static int payload_ok(const unsigned char *p, size_t len, uint32_t *idx, uint64_t *send_ns)
 {
@@ -65,23 +64,9 @@ static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns)
 {
     uint32_t idx = 0;
     uint64_t send_ns = 0;
+    int ok = payload_ok(p, len, &idx, &send_ns);
 
-    if (!payload_ok(p, len, &idx, &send_ns)) {
-        num_bad++;
-        fprintf(logf_, "{\"i\":-1,\"len\":%zu,\"recv_ns\":%llu,\"ok\":0}\n", len,
-                (unsigned long long)recv_ns);
-        return;
-    }
-    if (seen[idx]) {
-        num_dup++;
-        fprintf(logf_, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu,\"dup\":1,\"ok\":0}\n", idx,
-                (unsigned long long)send_ns, (unsigned long long)recv_ns);
-        return;
-    }
-    seen[idx] = 1;
-    num_ok++;
-    fprintf(logf_, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu,\"ok\":1}\n", idx,
-            (unsigned long long)send_ns, (unsigned long long)recv_ns);
+    record_log_add(&rl, logf_, ok, idx, len, send_ns, recv_ns, "");
 }
 
 /* wait_in: waits (epoll or poll) until |fd| is readable or |ms| pass;
@@ -151,7 +136,7 @@ int main(int argc, char **argv)
         || (strcmp(opt.loop, "epoll") != 0 && strcmp(opt.loop, "poll") != 0))
         die("usage: evloop-recv --loop epoll|poll [--et] --listen ADDR:PORT --out LOG --count N "
             "--size S [--ready FILE] [--idle-ms MS] [--timeout S]");
-    if ((logf_ = fopen(opt.out, "w")) == NULL || (seen = calloc((size_t)opt.count, 1)) == NULL)
+    if ((logf_ = fopen(opt.out, "w")) == NULL || (rl.seen = calloc((size_t)opt.count, 1)) == NULL)
         die("%s: %s", opt.out, strerror(errno));
     /* The context first: a library configured from the environment may start
      * watching connections from here on (as any server creates it first). */
@@ -214,7 +199,7 @@ int main(int argc, char **argv)
             if (SSL_read_ex(ssl, buf, sizeof(buf), &n)) {
                 last = now_ns();
                 deliver(buf, n, last);
-                if (num_ok == opt.count)
+                if (rl.num_ok == opt.count)
                     done = 1;
                 continue;
             }
@@ -233,14 +218,14 @@ int main(int argc, char **argv)
         }
     }
     for (i = 0; i < opt.count; i++)
-        missing += !seen[i];
+        missing += !rl.seen[i];
     fprintf(logf_,
             "{\"event\":\"end\",\"mode\":\"evloop_%s\",\"received\":%ld,\"missing\":%ld,"
             "\"duplicates\":%ld,\"bad\":%ld}\n",
-            opt.loop, num_ok, missing, num_dup, num_bad);
+            opt.loop, rl.num_ok, missing, rl.num_dup, rl.num_bad);
     fclose(logf_);
-    note("%s: %ld of %ld messages, %ld missing, %ld duplicates, %ld bad", opt.loop, num_ok,
-         opt.count, missing, num_dup, num_bad);
+    note("%s: %ld of %ld messages, %ld missing, %ld duplicates, %ld bad", opt.loop, rl.num_ok,
+         opt.count, missing, rl.num_dup, rl.num_bad);
     (void)SSL_shutdown(ssl);
     SSL_free(ssl);
     SSL_CTX_free(ctx);
@@ -248,5 +233,5 @@ int main(int argc, char **argv)
     close(lfd);
     if (ep >= 0)
         close(ep);
-    return missing == 0 && num_dup == 0 && num_bad == 0 ? 0 : 1;
+    return missing == 0 && rl.num_dup == 0 && rl.num_bad == 0 ? 0 : 1;
 }

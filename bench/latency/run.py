@@ -42,6 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import analyze  # noqa: E402
 import capture  # noqa: E402
+import procs  # noqa: E402
+from procs import spawn, stop  # noqa: E402
 
 PORT = 4433
 BASE_MODES = ("tls", "utls", "dtls", "ucobs")
@@ -98,9 +100,7 @@ VARIANTS = ("plaintext_1448", "classic_recovery", "no_sack", "cubic", "reno")
 # direction only; these add the same random loss on the ACK direction.
 EXTRA_VARIANTS = ("loss_both", "no_sack_loss_both")
 
-_live = []            # processes to stop on exit
 _testbeds = set()     # prefixes brought up
-_lock = threading.Lock()
 
 
 def log(msg):
@@ -155,31 +155,10 @@ class Setup:
         return [self.testbed, "--prefix", prefix, "exec", where, "--"]
 
 
-def spawn(cmd, **kw):
-    p = subprocess.Popen(cmd, **kw)
-    with _lock:
-        _live.append(p)
-    return p
-
-
-def stop(p, sig=signal.SIGTERM, wait=5):
-    if p.poll() is None:
-        try:
-            p.send_signal(sig)
-            p.wait(wait)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    with _lock:
-        if p in _live:
-            _live.remove(p)
 
 
 def cleanup(setup):
-    with _lock:
-        procs = list(_live)
-    for p in procs:
-        stop(p, signal.SIGKILL, 2)
+    procs.stop_all(signal.SIGKILL, 2)
     for prefix in sorted(_testbeds):
         setup.tb(prefix, "down", check=False)
     _testbeds.clear()
@@ -228,10 +207,8 @@ def finish_pair(recv, send, cap):
     returns (receiver exit, receiver CPU, sender exit, sender CPU)."""
     rrc, rcpu = wait_cpu(recv)
     src, scpu = wait_cpu(send)
-    with _lock:
-        for p in (recv, send):
-            if p in _live:
-                _live.remove(p)
+    procs.forget(recv)
+    procs.forget(send)
     if cap is not None:
         time.sleep(0.2)
         stop(cap, signal.SIGINT)
@@ -254,9 +231,7 @@ def exec_wrapper_cpu(setup, prefix):
     for _ in range(3):
         p = spawn(setup.tb_exec(prefix, "sender") + ["true"])
         vals.append(wait_cpu(p)[1])
-        with _lock:
-            if p in _live:
-                _live.remove(p)
+        procs.forget(p)
     return sorted(vals)[1]
 
 
@@ -763,10 +738,7 @@ def main():
     if a.demo:
         return demo(setup, a, t_start)
     try:
-        cfg = {"count": a.count, "interval_ms": a.interval, "size": a.size,
-               "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt,
-               "loss_pct": a.loss, "loss_dir": "fwd (sender to receiver; ACKs unharmed)",
-               "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+        cfg = point_cfg(a, loss_dir="fwd (sender to receiver; ACKs unharmed)")
         res = run_point(setup, cfg, "headline", modes=HEADLINE_MODES)
         doc = summarize(cfg, res)
         doc["targets"] = {
@@ -811,26 +783,22 @@ def main():
 
         if a.classic_recovery:
             ccfg = dict(cfg, sender_sysctls=CLASSIC)
-            cres = run_point(setup, ccfg, "classic_recovery", modes=BASE_MODES,
-                             sender_sysctls=CLASSIC)
-            doc.setdefault("variants", {})["classic_recovery"] = summarize(ccfg, cres)
-            doc["variants"]["classic_recovery"]["note"] = (
+            run_variant(setup, doc, ccfg, "classic_recovery", modes=BASE_MODES,
+                        sender_sysctls=CLASSIC, note=(
                 "the sender's TCP without RACK-TLP (net.ipv4.tcp_recovery=0, "
                 "tcp_early_retrans=0, in the sender namespace only): loss detection by three "
-                "duplicate ACKs, as in the Linux 2.6.34 of the Minion paper")
+                "duplicate ACKs, as in the Linux 2.6.34 of the Minion paper"))
 
         if a.no_sack_variant:
             ncfg = dict(cfg, receiver_sysctls=NO_SACK, loss_recovery="NewReno (3 duplicate ACKs)")
-            nres = run_point(setup, ncfg, "no_sack", modes=("tls", "utls", "ucobs"),
-                             receiver_sysctls=NO_SACK)
-            doc.setdefault("variants", {})["no_sack"] = summarize(ncfg, nres)
-            doc["variants"]["no_sack"]["note"] = (
+            nres = run_variant(setup, doc, ncfg, "no_sack", modes=("tls", "utls", "ucobs"),
+                               receiver_sysctls=NO_SACK, note=(
                 "SACK off (net.ipv4.tcp_sack=0 in the receiver namespace; either end is "
                 "enough, SACK needs both SYNs): Linux cannot use RACK-TLP without SACK and "
                 "repairs a loss by fast retransmit after three duplicate ACKs (NewReno), "
                 "or by RTO. This is the loss detection of the paper's Linux 2.6.34 for a "
                 "single loss. No dtls: it does not use TCP. sender_tcp shows the recovery "
-                "that ran (TCPRenoRecovery, no TCPSackRecovery or TCPLossProbes)")
+                "that ran (TCPRenoRecovery, no TCPSackRecovery or TCPLossProbes)"))
             for mode in ("tls", "utls", "ucobs"):
                 ctr = nres[mode]["run"].get("sender_tcp", {})
                 if ctr.get("TCPSackRecovery") or ctr.get("TCPLossProbes"):
@@ -842,36 +810,31 @@ def main():
             sysctls = NO_SACK if name.startswith("no_sack") else ()
             bcfg = dict(cfg, testbed_loss_dir="both", receiver_sysctls=sysctls,
                         loss_dir="both (each direction its own seeded loss: seed, seed + 1)")
-            bres = run_point(setup, bcfg, name, modes=("tls", "utls", "ucobs"),
-                             receiver_sysctls=sysctls)
-            doc.setdefault("variants", {})[name] = summarize(bcfg, bres)
-            doc["variants"][name]["note"] = (
+            run_variant(setup, doc, bcfg, name, modes=("tls", "utls", "ucobs"),
+                        receiver_sysctls=sysctls, note=(
                 "the same random loss on the ACK direction too (testbed --loss-dir both)%s: "
                 "the paper's dummynet setup does not say which directions lost packets"
-                % (", SACK off as in no_sack" if sysctls else ""))
+                % (", SACK off as in no_sack" if sysctls else "")))
         doc["recovery_model"] = recovery_model(cfg, doc)
 
         if a.cubic_variant and a.cc != "cubic":
             kcfg = dict(cfg, sender_cc="cubic")
-            kres = run_point(setup, kcfg, "cubic")
-            doc.setdefault("variants", {})["cubic"] = summarize(kcfg, kres)
-            doc["variants"]["cubic"]["note"] = (
+            run_variant(setup, doc, kcfg, "cubic", note=(
                 "the sender's TCP with cubic instead of bbr: cwnd reductions at 2% loss make "
                 "the sender queue records, which delays them for every mode, the oracle included. "
-                "The QUIC modes are unchanged: quic-go v0.65.0 always runs its NewReno")
+                "The QUIC modes are unchanged: quic-go v0.65.0 always runs its NewReno"))
 
         if a.reno_variant and a.cc != "reno":
             rcfg = dict(cfg, sender_cc="reno")
-            rres = run_point(setup, rcfg, "reno", modes=("tls", "utls", "ucobs") + QUIC_MODES)
-            doc.setdefault("variants", {})["reno"] = summarize(rcfg, rres)
-            doc["variants"]["reno"]["note"] = (
+            rres = run_variant(setup, doc, rcfg, "reno",
+                               modes=("tls", "utls", "ucobs") + QUIC_MODES, note=(
                 "like with like: the sender's TCP with reno (Linux's NewReno, TCP_CONGESTION "
                 "reno) and quic-go's congestion control, which v0.65.0 hard-codes to NewReno "
                 "(internal/ackhandler: NewCubicSender(..., true /* use Reno */, ...); its Cubic "
                 "code is unreachable from the API and it has no BBR, so no BBR pair exists). "
                 "Loss detection still differs: TCP RACK-TLP (reo_wnd = min_rtt/4) against "
                 "RFC 9002 (3 packets or 9/8 RTT). No dtls: OpenSSL's DTLS has no congestion "
-                "control")
+                "control"))
             cdf_plot(rres, os.path.join(setup.out, "latency_cdf_reno.png"),
                      "sender TCP reno vs quic-go NewReno: %d messages every %g ms, RTT %g ms, "
                      "%g%% loss" % (a.count, a.interval, a.rtt, a.loss), a.rtt)
@@ -956,23 +919,47 @@ def check_doc(doc, modes, count):
     return bad
 
 
+def point_cfg(a, count=None, loss=None, loss_dir="fwd"):
+    """The configuration of one measured point from the command line: its
+    count and loss unless given, records of a.size bytes at a.interval."""
+    return {"count": a.count if count is None else count, "interval_ms": a.interval,
+            "size": a.size, "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt,
+            "loss_pct": a.loss if loss is None else loss, "loss_dir": loss_dir,
+            "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+
+
+def smoke_point(setup, cfg, label, modes, name):
+    """Runs one quiet point of a smoke test, always tears the testbeds down,
+    and writes its summary to OUT/NAME; returns (summary, path)."""
+    os.makedirs(setup.out, exist_ok=True)
+    try:
+        res = run_point(setup, cfg, label, modes=modes, progress=False)
+        doc = summarize(cfg, res)
+    finally:
+        cleanup(setup)
+    path = os.path.join(setup.out, name)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return doc, path
+
+
+def run_variant(setup, doc, cfg, name, note, modes=MODES, **kw):
+    """Runs the headline's variant |name| (configuration |cfg|; |kw| go to
+    run_point), stores its summary with |note| in doc["variants"][name] and
+    returns run_point's results."""
+    res = run_point(setup, cfg, name, modes=modes, **kw)
+    doc.setdefault("variants", {})[name] = summarize(cfg, res)
+    doc["variants"][name]["note"] = note
+    return res
+
+
 def smoke(setup, a):
     """ctest bench.smoke_latency_quic: the QUIC modes for a few dozen
     messages on the usual path (100 ms RTT, 2% loss), the JSON written and
     read back, and check_doc."""
     count = 40
-    cfg = {"count": count, "interval_ms": a.interval, "size": a.size,
-           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": a.loss,
-           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
-    os.makedirs(setup.out, exist_ok=True)
-    try:
-        res = run_point(setup, cfg, "smoke", modes=QUIC_MODES, progress=False)
-        doc = summarize(cfg, res)
-    finally:
-        cleanup(setup)
-    path = os.path.join(setup.out, "latency.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+    doc, path = smoke_point(setup, point_cfg(a, count=count), "smoke", QUIC_MODES,
+                            "latency.json")
     with open(path) as f:
         doc = json.load(f)
     print(table(doc))
@@ -992,22 +979,12 @@ def smoke_evloop(setup, a):
     behind a hole (about 0.2 here), so this fails without the companion
     library."""
     count, slack = 250, 0.02
-    cfg = {"count": count, "interval_ms": a.interval, "size": a.size,
-           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": 5.0,
-           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
     modes = setup.modes(("utls",) + EVLOOP_MODES)
     if len(modes) != 1 + len(EVLOOP_MODES):
         log("FAIL: %s is missing (build first)" % setup.evloop_bin)
         return 1
-    os.makedirs(setup.out, exist_ok=True)
-    try:
-        res = run_point(setup, cfg, "smoke_evloop", modes=modes, progress=False)
-        doc = summarize(cfg, res)
-    finally:
-        cleanup(setup)
-    path = os.path.join(setup.out, "latency_evloop.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+    doc, path = smoke_point(setup, point_cfg(a, count=count, loss=5.0), "smoke_evloop", modes,
+                            "latency_evloop.json")
     print(table(doc))
     bad = []
     for m in EVLOOP_MODES:
@@ -1031,9 +1008,7 @@ def smoke_evloop(setup, a):
 
 
 def demo(setup, a, t_start):
-    cfg = {"count": a.count, "interval_ms": a.interval, "size": a.size,
-           "wire_record_bytes": a.size + TLS13_OVERHEAD, "rtt_ms": a.rtt, "loss_pct": a.loss,
-           "loss_dir": "fwd", "seed": a.seed, "one_way_ms": a.rtt / 2, "sender_cc": a.cc}
+    cfg = point_cfg(a)
     keylog = os.path.join(setup.out, "utls.keys")
     if os.path.exists(keylog):
         os.unlink(keylog)

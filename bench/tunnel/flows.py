@@ -21,11 +21,16 @@ to end of stream and goodput.
 import argparse
 import hashlib
 import json
+import os
 import random
 import socket
 import struct
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                                "tools", "testbed"))
+import probe  # noqa: E402  (tcp_sink)
 
 
 def voip_send(a):
@@ -109,48 +114,34 @@ def bulk_send(a):
 
 
 def bulk_recv(a):
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((a.bind, a.port))
-    ls.listen(1)
-    if a.ready:
-        open(a.ready, "w").close()
-    ls.settimeout(a.timeout)
-    c, _ = ls.accept()
-    c.settimeout(a.timeout)
-    t0 = time.monotonic()
-    h = hashlib.sha256()
-    n = 0
-    while True:
-        b = c.recv(1 << 16)
-        if not b:
-            break
-        h.update(b)
-        n += len(b)
-    dt = time.monotonic() - t0
-    c.close()
+    out = probe.tcp_sink(a.bind, a.port, a.ready, a.timeout)
     with open(a.out, "w") as f:
-        json.dump({"bytes": n, "sha256": h.hexdigest(), "seconds": dt,
-                   "mbit_s": n * 8 / dt / 1e6 if dt > 0 else 0.0}, f)
+        json.dump(out, f)
     return 0
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def receiver(name, timeout):
+        """A receiving command: BIND PORT --out FILE [--ready FILE] [--timeout S]."""
+        q = sub.add_parser(name)
+        q.add_argument("bind")
+        q.add_argument("port", type=int)
+        q.add_argument("--out", required=True)
+        q.add_argument("--ready")
+        q.add_argument("--timeout", type=float, default=timeout)
+        return q
+
     q = sub.add_parser("voip-send")
     q.add_argument("dst")
     q.add_argument("port", type=int)
     q.add_argument("--count", type=int, required=True)
     q.add_argument("--pps", type=float, default=50)
     q.add_argument("--size", type=int, default=172)
-    q = sub.add_parser("voip-recv")
-    q.add_argument("bind")
-    q.add_argument("port", type=int)
+    q = receiver("voip-recv", 30)
     q.add_argument("--count", type=int, required=True)
-    q.add_argument("--out", required=True)
-    q.add_argument("--ready")
-    q.add_argument("--timeout", type=float, default=30)
     q.add_argument("--idle", type=float, default=5)
     q = sub.add_parser("bulk-send")
     q.add_argument("dst")
@@ -159,12 +150,7 @@ def main():
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--cc", default="cubic")
     q.add_argument("--timeout", type=float, default=120)
-    q = sub.add_parser("bulk-recv")
-    q.add_argument("bind")
-    q.add_argument("port", type=int)
-    q.add_argument("--out", required=True)
-    q.add_argument("--ready")
-    q.add_argument("--timeout", type=float, default=120)
+    receiver("bulk-recv", 120)
     a = ap.parse_args()
     return {"voip-send": voip_send, "voip-recv": voip_recv, "bulk-send": bulk_send,
             "bulk-recv": bulk_recv}[a.cmd](a) or 0

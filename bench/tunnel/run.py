@@ -44,6 +44,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "latency"))
 import analyze  # noqa: E402  (tcp_segments, add_interval, percentile)
+from procs import spawn, stop  # noqa: E402
 
 PORT = 4433
 VOIP_PORT = 5004
@@ -54,28 +55,12 @@ MTU = 1400
 ALL_MODES = ("tls", "utls", "utls_nopolicy", "socat_tls", "socat_preload", "socat_preload_nopolicy",
              "socat_evloop")
 
-_live = []
-
 
 def log(msg):
     sys.stderr.write("bench/tunnel: %s\n" % msg)
     sys.stderr.flush()
 
 
-def spawn(cmd, **kw):
-    p = subprocess.Popen(cmd, **kw)
-    _live.append(p)
-    return p
-
-
-def stop(p, sig=signal.SIGTERM, wait=5):
-    if p.poll() is None:
-        try:
-            p.send_signal(sig)
-            p.wait(wait)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
 
 
 def wait_file(path, proc=None, timeout=20):
@@ -294,13 +279,7 @@ def oracle(bed, voip, a):
             want[v["i"]] = (r["offset"], r["offset"] + r["wire_len"])
     cover = {i: [] for i in want}
     done = {}
-    hint = 0
-    for t, seq, plen in segs:
-        rel = (seq - isn - 1) & 0xffffffff
-        off = rel + (hint & ~0xffffffff)
-        if off + (1 << 31) < hint:
-            off += 1 << 32
-        hint = max(hint, off + plen)
+    for t, off, plen in analyze.stream_offsets(segs, isn):
         for i, (lo, hi) in want.items():
             if i in done or off >= hi or off + plen <= lo:
                 continue

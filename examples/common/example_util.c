@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "example_util.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <netdb.h>
@@ -367,4 +368,40 @@ SSL *new_tls13_server(const char *cn, SSL_CTX **out_ctx)
         die("SSL_new");
     *out_ctx = ctx;
     return ssl;
+}
+
+long count_open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    long n = 0;
+
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
+
+int record_log_add(record_log *rl, FILE *logf, int payload_ok, uint32_t idx, size_t len,
+                   uint64_t send_ns, uint64_t recv_ns, const char *extra)
+{
+    if (!payload_ok) {
+        rl->num_bad++;
+        fprintf(logf, "{\"i\":-1,\"len\":%zu,\"recv_ns\":%llu,\"ok\":0}\n", len,
+                (unsigned long long)recv_ns);
+        return 0;
+    }
+    if (rl->seen[idx]) {
+        rl->num_dup++;
+        fprintf(logf, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu,\"dup\":1,\"ok\":0}\n", idx,
+                (unsigned long long)send_ns, (unsigned long long)recv_ns);
+        return 0;
+    }
+    rl->seen[idx] = 1;
+    rl->num_ok++;
+    fprintf(logf, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu%s,\"ok\":1}\n", idx,
+            (unsigned long long)send_ns, (unsigned long long)recv_ns, extra);
+    return 1;
 }

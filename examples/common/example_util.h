@@ -152,6 +152,27 @@ FILE *start_log(const char *path, long timeout_s);
 /* end_log closes |logf| unless it is stdout. */
 void end_log(FILE *logf);
 
+/* record_log: a receiver's exactly-once bookkeeping of the records it was
+ * given, |seen| one byte per record index (the caller allocates it), and the
+ * counts of first deliveries, repeats and records whose payload was wrong. */
+typedef struct {
+    unsigned char *seen;
+    long num_ok, num_dup, num_bad;
+} record_log;
+
+/* record_log_add counts one received record in |rl| and writes its JSON line
+ * to |logf|: |payload_ok| 0 (a bad record of |len| bytes), a repeat of |idx|,
+ * or its first delivery (marked in |rl->seen|, with |extra|, "" or
+ * ",\"key\":value...", in its line). |send_ns| and |recv_ns| are the times
+ * carried in the payload and of arrival. Returns 1 for a first delivery. */
+int record_log_add(record_log *rl, FILE *logf, int payload_ok, uint32_t idx, size_t len,
+                   uint64_t send_ns, uint64_t recv_ns, const char *extra);
+
+/* count_open_fds returns how many file descriptors the process has open
+ * (the entries of /proc/self/fd, less the one reading it), or -1 if that
+ * directory cannot be read: what leak checks compare before and after. */
+long count_open_fds(void);
+
 /* drain_until_closed shuts down the write side of the TCP socket |fd| and
  * reads and discards into |buf| (|buf_len| bytes) until the peer closes, an
  * error, or 30 s without data: the sender's last records are then not cut off

@@ -267,6 +267,21 @@ static void skip_without_tap(void)
 }
 #endif
 
+/* tls_new: an SSL of |ctx| over |bio| (both directions, owned by it), with
+ * the reader's modes when |reads|: what the client and the server side share
+ * before their handshakes. */
+static SSL *tls_new(SSL_CTX *ctx, BIO *bio, int reads)
+{
+    SSL *ssl;
+
+    if ((ssl = SSL_new(ctx)) == NULL)
+        die("SSL_new");
+    SSL_set_bio(ssl, bio, bio);
+    if (reads)
+        reader_modes(ssl);
+    return ssl;
+}
+
 /* tls_connect: the client side of one direction's connection; |reads|: this
  * end reads it (with a tap in utls mode). */
 static SSL *tls_connect(SSL_CTX *ctx, const struct sockaddr_storage *ss, socklen_t sl, int reads)
@@ -298,11 +313,7 @@ static SSL *tls_connect(SSL_CTX *ctx, const struct sockaddr_storage *ss, socklen
         if ((bio = BIO_new_socket(fd, BIO_CLOSE)) == NULL)
             die("BIO_new_socket");
     }
-    if ((ssl = SSL_new(ctx)) == NULL)
-        die("SSL_new");
-    SSL_set_bio(ssl, bio, bio);
-    if (reads)
-        reader_modes(ssl);
+    ssl = tls_new(ctx, bio, reads);
     if (SSL_connect(ssl) != 1)
         die("TLS handshake failed");
     return ssl;
@@ -323,11 +334,7 @@ static SSL *tls_accept(SSL_CTX *ctx, int lfd, int reads)
 #endif
     if (bio == NULL && (bio = BIO_new_socket(fd, BIO_CLOSE)) == NULL)
         die("BIO_new_socket");
-    if ((ssl = SSL_new(ctx)) == NULL)
-        die("SSL_new");
-    SSL_set_bio(ssl, bio, bio);
-    if (reads)
-        reader_modes(ssl);
+    ssl = tls_new(ctx, bio, reads);
     if (SSL_accept(ssl) != 1)
         die("TLS handshake failed");
     return ssl;

@@ -47,7 +47,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -141,16 +140,27 @@ static struct {
     size_t num_ids, ids_cap;
 } W;
 
+/* grow: |arr| (|*cap| elements of |elem| bytes) reallocated to twice its
+ * size, or to |first| elements when empty; updates |*cap| and returns the new
+ * array, or NULL (|arr| and |*cap| untouched) when memory runs out. */
+static void *grow(void *arr, size_t *cap, size_t elem, size_t first)
+{
+    size_t n = *cap ? 2 * *cap : first;
+    void *p = realloc(arr, n * elem);
+
+    if (p != NULL)
+        *cap = n;
+    return p;
+}
+
 static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_t at)
 {
     if (W.num_samples == W.samples_cap) {
-        size_t n = W.samples_cap ? 2 * W.samples_cap : 4096;
-        sample *s = realloc(W.samples, n * sizeof(*s));
+        sample *s = grow(W.samples, &W.samples_cap, sizeof(*s), 4096);
 
         if (s == NULL)
             return;
         W.samples = s;
-        W.samples_cap = n;
     }
     W.samples[W.num_samples].lat_ns = lat;
     W.samples[W.num_samples].at_ns = at;
@@ -162,13 +172,11 @@ static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_
 static void id_add(uint32_t id)
 {
     if (W.num_ids == W.ids_cap) {
-        size_t n = W.ids_cap ? 2 * W.ids_cap : 1024;
-        uint32_t *p = realloc(W.ids, n * sizeof(*p));
+        uint32_t *p = grow(W.ids, &W.ids_cap, sizeof(*p), 1024);
 
         if (p == NULL)
             return;
         W.ids = p;
-        W.ids_cap = n;
     }
     W.ids[W.num_ids++] = id;
 }
@@ -377,20 +385,6 @@ static void conn_accept(int ep, int lfd)
     }
 }
 
-static long count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    long n = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
-
 static long status_kb(const char *field)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -559,7 +553,7 @@ static int worker(int lfd, int index)
             W.num_samples ? lats[W.num_samples / 2] / 1e6 : 0.0,
             W.num_samples ? lats[W.num_samples * 99 / 100] / 1e6 : 0.0,
             W.num_samples ? base / 1e6 : 0.0, status_kb("VmRSS"), status_kb("VmHWM"),
-            count_fds(),
+            count_open_fds(),
             (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3
                 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3,
             W.records > 0 ? cpu_ms() - W.cpu_at_first_ms : 0.0, (unsigned long long)W.max_open,

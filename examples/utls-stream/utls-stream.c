@@ -217,32 +217,18 @@ static int check_payload(const unsigned char *p, size_t len, uint32_t *idx, uint
 
 /* --- Receiver ---------------------------------------------------------------- */
 
-static unsigned char *seen;
-static long num_ok, num_dup, num_bad, num_ooo;
+static record_log rl;
+static long num_ooo;
 
 static void deliver(const unsigned char *p, size_t len, uint64_t recv_ns, const char *extra)
 {
     uint32_t idx = 0;
     uint64_t send_ns = 0;
+    int ok = check_payload(p, len, &idx, &send_ns);
 
-    if (!check_payload(p, len, &idx, &send_ns)) {
-        num_bad++;
-        fprintf(logf_, "{\"i\":-1,\"len\":%zu,\"recv_ns\":%llu,\"ok\":0}\n", len,
-                (unsigned long long)recv_ns);
-        return;
-    }
-    if (seen[idx]) {
-        num_dup++;
-        fprintf(logf_, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu,\"dup\":1,\"ok\":0}\n", idx,
-                (unsigned long long)send_ns, (unsigned long long)recv_ns);
-        return;
-    }
-    seen[idx] = 1;
-    num_ok++;
-    fprintf(logf_, "{\"i\":%u,\"send_ns\":%llu,\"recv_ns\":%llu%s,\"ok\":1}\n", idx,
-            (unsigned long long)send_ns, (unsigned long long)recv_ns, extra);
-    if (!opt.quiet && num_ok % 500 == 0)
-        note("recv %s: %ld records (%ld out of order)", mode_name(opt.mode), num_ok, num_ooo);
+    if (record_log_add(&rl, logf_, ok, idx, len, send_ns, recv_ns, extra) && !opt.quiet &&
+        rl.num_ok % 500 == 0)
+        note("recv %s: %ld records (%ld out of order)", mode_name(opt.mode), rl.num_ok, num_ooo);
 }
 
 static void log_end(SSL *ssl, BIO *tapbio, uint64_t first_ns, uint64_t last_ns)
@@ -250,11 +236,11 @@ static void log_end(SSL *ssl, BIO *tapbio, uint64_t first_ns, uint64_t last_ns)
     long missing = 0, i;
 
     for (i = 0; i < opt.count; i++)
-        missing += !seen[i];
+        missing += !rl.seen[i];
     fprintf(logf_,
             "{\"event\":\"end\",\"mode\":\"%s\",\"received\":%ld,\"missing\":%ld,\"duplicates\":%ld,"
             "\"bad\":%ld,\"out_of_order\":%ld,\"duration_s\":%.3f",
-            mode_name(opt.mode), num_ok, missing, num_dup, num_bad, num_ooo,
+            mode_name(opt.mode), rl.num_ok, missing, rl.num_dup, rl.num_bad, num_ooo,
             last_ns > first_ns ? (double)(last_ns - first_ns) / 1e9 : 0.0);
 #ifndef UTLS_STREAM_STOCK
     if (ssl != NULL && opt.mode == MODE_UTLS) {
@@ -286,7 +272,7 @@ static void log_end(SSL *ssl, BIO *tapbio, uint64_t first_ns, uint64_t last_ns)
     fprintf(logf_, "}\n");
     fflush(logf_);
     note("recv %s: %ld of %ld records, %ld out of order, %ld missing, %ld duplicates, %ld bad",
-         mode_name(opt.mode), num_ok, opt.count, num_ooo, missing, num_dup, num_bad);
+         mode_name(opt.mode), rl.num_ok, opt.count, num_ooo, missing, rl.num_dup, rl.num_bad);
 }
 
 #ifndef UTLS_STREAM_STOCK
@@ -303,7 +289,7 @@ static int recv_ucobs(int fd)
     if (u == NULL)
         die("UTLS_ucobs_new failed");
     note("recv ucobs: connected, reading with the tap");
-    while (num_ok + num_bad + num_dup < opt.count) {
+    while (rl.num_ok + rl.num_bad + rl.num_dup < opt.count) {
         UTLS_UCOBS_INFO info;
         size_t n = 0;
         char extra[256];
@@ -330,7 +316,7 @@ static int recv_ucobs(int fd)
         deliver(buf, n, t, extra);
     }
     for (i = 0; i < opt.count; i++)
-        missing += !seen[i];
+        missing += !rl.seen[i];
     UTLS_ucobs_get_stats(u, &st);
     fprintf(logf_,
             "{\"event\":\"end\",\"mode\":\"ucobs\",\"received\":%ld,\"missing\":%ld,"
@@ -340,7 +326,7 @@ static int recv_ucobs(int fd)
             "\"fragment_bytes\":%llu,\"tapped\":%d},"
             "\"tap\":{\"packets\":%llu,\"payload_bytes\":%llu,\"fragments\":%llu,"
             "\"ring_drops\":%llu,\"malformed\":%llu}}\n",
-            num_ok, missing, num_dup, num_bad, num_ooo,
+            rl.num_ok, missing, rl.num_dup, rl.num_bad, num_ooo,
             last_ns > first_ns ? (double)(last_ns - first_ns) / 1e9 : 0.0,
             (unsigned long long)st.datagrams_in_order, (unsigned long long)st.datagrams_out_of_order,
             (unsigned long long)st.framing_errors, (unsigned long long)st.held_back,
@@ -350,9 +336,9 @@ static int recv_ucobs(int fd)
             (unsigned long long)st.tap.malformed);
     fflush(logf_);
     note("recv ucobs: %ld of %ld datagrams, %ld out of order, %ld missing, %ld duplicates, %ld bad",
-         num_ok, opt.count, num_ooo, missing, num_dup, num_bad);
+         rl.num_ok, opt.count, num_ooo, missing, rl.num_dup, rl.num_bad);
     UTLS_ucobs_free(u);
-    return num_ok == opt.count && num_bad == 0 && num_dup == 0 ? 0 : 1;
+    return rl.num_ok == opt.count && rl.num_bad == 0 && rl.num_dup == 0 ? 0 : 1;
 }
 #endif
 
@@ -421,7 +407,7 @@ static int recv_tcp(void)
     note("recv %s: handshake done (%s, %s)", mode_name(opt.mode), SSL_get_version(ssl),
          SSL_get_cipher_name(ssl));
 
-    while (num_ok + num_bad + num_dup < opt.count) {
+    while (rl.num_ok + rl.num_bad + rl.num_dup < opt.count) {
         size_t n = 0;
         int ok;
         uint64_t t;
@@ -495,7 +481,7 @@ done:
 #ifndef UTLS_STREAM_STOCK
     UTLS_tap_listener_free(tl);
 #endif
-    return num_ok == opt.count && num_bad == 0 && num_dup == 0 ? 0 : 1;
+    return rl.num_ok == opt.count && rl.num_bad == 0 && rl.num_dup == 0 ? 0 : 1;
 }
 
 static int recv_dtls(void)
@@ -538,7 +524,7 @@ static int recv_dtls(void)
     tv.tv_usec = (opt.idle_ms % 1000) * 1000;
     BIO_ctrl(bio, BIO_CTRL_DGRAM_SET_RECV_TIMEOUT, 0, &tv);
 
-    while (num_ok + num_dup < opt.count) {
+    while (rl.num_ok + rl.num_dup < opt.count) {
         size_t n = 0;
         uint64_t t;
 
@@ -570,7 +556,7 @@ static int recv_dtls(void)
     SSL_free(ssl);
     SSL_CTX_free(ctx);
     /* Datagrams may be lost: only corruption or duplicates are failures. */
-    return num_bad == 0 && num_dup == 0 ? 0 : 1;
+    return rl.num_bad == 0 && rl.num_dup == 0 ? 0 : 1;
 }
 
 /* --- Sender ------------------------------------------------------------------ */
@@ -727,7 +713,7 @@ int main(int argc, char **argv)
     if (sender) {
         rc = do_send();
     } else {
-        if ((seen = calloc((size_t)opt.count, 1)) == NULL)
+        if ((rl.seen = calloc((size_t)opt.count, 1)) == NULL)
             die("out of memory");
         rc = opt.mode == MODE_DTLS ? recv_dtls() : recv_tcp();
     }

@@ -249,6 +249,38 @@ int uh_pair_push_eof(uh_seg_pair *p, uint64_t offset)
     return p->units != NULL && utcp_unit(p, UTLS_UTCP_FLAG_EOF, offset, NULL, 0);
 }
 
+int uh_pair_write_record(uh_seg_pair *p, const void *plain, size_t len, uint8_t **out_wire,
+                         size_t *out_wire_len, uint64_t *out_off)
+{
+    int n;
+
+    *out_wire = NULL;
+    if (len > INT_MAX || SSL_write(p->c, plain, (int)len) != (int)len) {
+        return 0;
+    }
+    n = (int)BIO_pending(p->c_out);
+    if (n <= 0 || (*out_wire = malloc((size_t)n)) == NULL) {
+        return 0;
+    }
+    if (BIO_read(p->c_out, *out_wire, n) != n) {
+        free(*out_wire);
+        *out_wire = NULL;
+        return 0;
+    }
+    *out_wire_len = (size_t)n;
+    *out_off = p->base;
+    p->base += (uint64_t)n;
+    return 1;
+}
+
+int uh_read_wants_read(SSL *s)
+{
+    uint8_t buf[64];
+    size_t n;
+
+    return !SSL_read_ex(s, buf, sizeof(buf), &n) && SSL_get_error(s, 0) == SSL_ERROR_WANT_READ;
+}
+
 size_t uh_pair_take_output(uh_seg_pair *p, uint8_t *buf, size_t len)
 {
     if (p->seg != NULL) {

@@ -124,6 +124,19 @@ int uh_pair_push(uh_seg_pair *p, uint64_t offset, const void *data, size_t len);
  * unit with UTLS_UTCP_FLAG_EOF on the uTCP transport). Returns 1 or 0. */
 int uh_pair_push_eof(uh_seg_pair *p, uint64_t offset);
 
+/* uh_pair_write_record has the client write the |len| bytes at |plain| as
+ * one record and moves what that put on the wire into a new buffer: on
+ * success |*out_wire| (malloc'd, the caller frees it) holds |*out_wire_len|
+ * bytes that start at stream offset |*out_off|, and |p->base| points past
+ * them. Returns 1, or 0 if the write, the allocation or the read failed
+ * (|*out_wire| is then NULL). */
+int uh_pair_write_record(uh_seg_pair *p, const void *plain, size_t len, uint8_t **out_wire,
+                         size_t *out_wire_len, uint64_t *out_off);
+
+/* uh_read_wants_read returns 1 if SSL_read_ex on |s| delivers nothing and
+ * SSL_get_error says SSL_ERROR_WANT_READ (nothing to deliver yet), else 0. */
+int uh_read_wants_read(SSL *s);
+
 /* uh_pair_take_output moves up to |len| bytes the server wrote into |buf|;
  * returns how many. */
 size_t uh_pair_take_output(uh_seg_pair *p, uint8_t *buf, size_t len);

@@ -19,28 +19,15 @@ import socket
 import struct
 import time
 
+import rawtcp
+
 ETH_P_ALL = 0x0003
 ETH_P_IP = 0x0800
 
 
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-
 def forged_syn(src, dst, sport, dport, seq):
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, 0, 5 << 4, 0x02, 64240, 0, 0)
-    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(tcp))
-    c = csum(pseudo + tcp) ^ 0x5A5A  # never the right value
-    tcp = tcp[:16] + struct.pack("!H", c) + tcp[18:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0x4242, 0x4000, 200, 6, 0,
-                     socket.inet_aton(src), socket.inet_aton(dst))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return ip + tcp
+    return rawtcp.ipv4_tcp(src, dst, sport, dport, seq, 0, 0x02, 64240,  # SYN
+                           b"", False, 0x4242, 200)
 
 
 def main():

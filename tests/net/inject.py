@@ -31,19 +31,12 @@ import struct
 import sys
 import time
 
+import rawtcp
+
 ETH_P_IP = 0x0800
 ETH_P_ALL = 0x0003
 FORGED_TTL = 200
 REC_WIRE = None  # learned: the genuine record size on the wire
-
-
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
 
 
 def parse_ipv4_tcp(pkt):
@@ -72,18 +65,8 @@ def packet_socket(iface):
 
 
 def build(src, dst, sport, dport, seq, ack, payload, good, ipid):
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
-                      5 << 4, 0x18, 4096, 0, 0)  # PSH|ACK, window 4096
-    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack(
-        "!BBH", 0, 6, len(tcp) + len(payload))
-    c = csum(pseudo + tcp + payload)
-    if not good:
-        c ^= 0x5A5A  # never the right value (and not its 0/0xffff twin)
-    tcp = tcp[:16] + struct.pack("!H", c) + tcp[18:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), ipid,
-                     0x4000, FORGED_TTL, 6, 0, socket.inet_aton(src), socket.inet_aton(dst))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return ip + tcp + payload
+    return rawtcp.ipv4_tcp(src, dst, sport, dport, seq, ack, 0x18, 4096,  # PSH|ACK
+                           payload, good, ipid, FORGED_TTL)
 
 
 def tls_record(rng, body_len):

@@ -24,7 +24,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -40,26 +39,14 @@
 #include <openssl/err.h>
 #include <openssl/utls.h>
 
+#include "example_util.h"
+
 static int failures;
 
 static void check(int ok, const char *what)
 {
     printf("%s: %s\n", ok ? "ok" : "FAIL", what);
     failures += !ok;
-}
-
-static long count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    long n = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1;
 }
 
 static long rss_kb(void)
@@ -278,7 +265,7 @@ int main(int argc, char **argv)
         close(s);
         if (i + 1 == churn / 10) {
             usleep(100000); /* let the resets finish */
-            fds0 = count_fds();
+            fds0 = count_open_fds();
             rss0 = rss_kb();
             tcp_sockets(&alloc0, &mem0);
             st0 = tap_stats();
@@ -286,7 +273,7 @@ int main(int argc, char **argv)
     }
     usleep(200000);
     clock_gettime(CLOCK_MONOTONIC, &t2);
-    fds1 = count_fds();
+    fds1 = count_open_fds();
     rss1 = rss_kb();
     tcp_sockets(&alloc1, &mem1);
     st = tap_stats();

@@ -687,6 +687,24 @@ def C(name, act=None, hook=None, after_hs_only=False):
     return dict(name=name, act=act, hook=hook, after_hs_only=after_hs_only)
 
 
+def tls12_size_cases(seal, tag, max_ciphertext):
+    """The length and content-type cases that TLS 1.2's AEAD and CBC record
+    protections share: |seal(p, type, plaintext)| protects a record the
+    profile's way, |tag| names the random bodies, |max_ciphertext| is the
+    largest ciphertext the protection allows."""
+    return [
+        C("oversized_ciphertext", lambda p: p.raw(p.record(23, rnd(tag + "-big", 2 ** 14 + 2048 + 1)))),
+        C("max_ciphertext_random", lambda p: p.raw(p.record(23, rnd(tag + "-maxc", max_ciphertext)))),
+        C("oversized_plaintext", lambda p: p.raw(p.record(23, seal(p, 23, b"A" * (2 ** 14 + 1))))),
+        C("max_plaintext", lambda p: p.raw(p.record(23, seal(p, 23, b"B" * 2 ** 14)))),
+        C("zero_len_appdata", lambda p: p.raw(p.record(23, seal(p, 23, b"")))),
+        C("zero_len_appdata_x40", lambda p: p.raw(b"".join(p.record(23, seal(p, 23, b"")) for _ in range(40)))),
+        C("zero_len_handshake", lambda p: p.raw(p.record(22, seal(p, 22, b"")))),
+        C("zero_len_alert", lambda p: p.raw(p.record(21, seal(p, 21, b"")))),
+        C("unknown_content_type", lambda p: p.raw(p.record(0x42, seal(p, 0x42, b"hello")))),
+    ]
+
+
 def tls12_aead_cases(prof):
     n, tag = prof["explicit_nonce"], prof["tag"]
     cases = []
@@ -707,15 +725,9 @@ def tls12_aead_cases(prof):
         C("bad_tag_last_bit", lambda p: flip(p, -1)),
         C("bad_tag_first_byte", lambda p: flip(p, -tag)),
         C("bad_ciphertext_bit", lambda p: flip(p, n)),
-        C("oversized_ciphertext", lambda p: p.raw(p.record(23, rnd("aead-big", 2 ** 14 + 2048 + 1)))),
-        C("max_ciphertext_random", lambda p: p.raw(p.record(23, rnd("aead-maxc", 2 ** 14 + 2048)))),
-        C("oversized_plaintext", lambda p: p.raw(p.record(23, p.seal12(23, b"A" * (2 ** 14 + 1))))),
-        C("max_plaintext", lambda p: p.raw(p.record(23, p.seal12(23, b"B" * 2 ** 14)))),
-        C("zero_len_appdata", lambda p: p.raw(p.record(23, p.seal12(23, b"")))),
-        C("zero_len_appdata_x40", lambda p: p.raw(b"".join(p.record(23, p.seal12(23, b"")) for _ in range(40)))),
-        C("zero_len_handshake", lambda p: p.raw(p.record(22, p.seal12(22, b"")))),
-        C("zero_len_alert", lambda p: p.raw(p.record(21, p.seal12(21, b"")))),
-        C("unknown_content_type", lambda p: p.raw(p.record(0x42, p.seal12(0x42, b"hello")))),
+    ]
+    cases += tls12_size_cases(lambda p, t, b: p.seal12(t, b), "aead", 2 ** 14 + 2048)
+    cases += [
         C("heartbeat_type", lambda p: p.raw(p.record(24, p.seal12(24, b"\x01\x00\x10" + b"x" * 32)))),
         C("header_version_0301", lambda p: p.raw(p.record(23, p.seal12(23, b"hello", (3, 1)), (3, 1)))),
         C("header_version_0304", lambda p: p.raw(p.record(23, p.seal12(23, b"hello", (3, 4)), (3, 4)))),
@@ -769,15 +781,9 @@ def tls12_cbc_cases(prof):
         C("bad_mac_bad_pad", lambda p: p.raw(p.record(23, p.seal_cbc(
             23, b"hello" * 3, pad_fill=bad_fill(p, b"hello" * 3), bad_mac=True)))),
         C("not_block_multiple", lambda p: p.raw(p.record(23, p.seal_cbc(23, b"hello" * 5, trunc_to=-1)))),
-        C("oversized_ciphertext", lambda p: p.raw(p.record(23, rnd("cbc-big", 2 ** 14 + 2048 + 1)))),
-        C("max_ciphertext_random", lambda p: p.raw(p.record(23, rnd("cbc-maxc", 2 ** 14 + 2048 - 16)))),
-        C("oversized_plaintext", lambda p: p.raw(p.record(23, p.seal_cbc(23, b"A" * (2 ** 14 + 1))))),
-        C("max_plaintext", lambda p: p.raw(p.record(23, p.seal_cbc(23, b"B" * 2 ** 14)))),
-        C("zero_len_appdata", lambda p: p.raw(p.record(23, p.seal_cbc(23, b"")))),
-        C("zero_len_appdata_x40", lambda p: p.raw(b"".join(p.record(23, p.seal_cbc(23, b"")) for _ in range(40)))),
-        C("zero_len_handshake", lambda p: p.raw(p.record(22, p.seal_cbc(22, b"")))),
-        C("zero_len_alert", lambda p: p.raw(p.record(21, p.seal_cbc(21, b"")))),
-        C("unknown_content_type", lambda p: p.raw(p.record(0x42, p.seal_cbc(0x42, b"hello")))),
+    ]
+    cases += tls12_size_cases(lambda p, t, b: p.seal_cbc(t, b), "cbc", 2 ** 14 + 2048 - 16)
+    cases += [
         C("header_version_0301", lambda p: p.raw(p.record(23, p.seal_cbc(23, b"hello"), (3, 1)))),
         C("plaintext_ccs", lambda p: p.raw(p.record(20, b"\x01"))),
         C("hello_request_from_client", lambda p: p.raw(p.record(22, p.seal_cbc(22, b"\x00\x00\x00\x00")))),

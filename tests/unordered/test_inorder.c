@@ -52,22 +52,14 @@ typedef struct {
 
 static void pair_new(pair *p, uint64_t mode)
 {
-    int n;
-
     memset(p, 0, sizeof(*p));
     assert_true(uh_seg_pair_new(&p->tls, uh_key, uh_cert, mode));
     for (int r = 0; r < NUM_RECORDS; r++) {
         for (size_t i = 0; i < RECORD_LEN; i++)
             p->plain[r][i] = (uint8_t)(r * 37 + i * 11 + 3);
-        assert_int_equal(SSL_write(p->tls.c, p->plain[r], RECORD_LEN), RECORD_LEN);
-        n = (int)BIO_pending(p->tls.c_out);
-        assert_true(n > RECORD_LEN);
-        p->wire[r] = malloc((size_t)n);
-        assert_non_null(p->wire[r]);
-        assert_int_equal(BIO_read(p->tls.c_out, p->wire[r], n), n);
-        p->wire_len[r] = (size_t)n;
-        p->wire_off[r] = p->tls.base;
-        p->tls.base += (uint64_t)n;
+        assert_true(uh_pair_write_record(&p->tls, p->plain[r], RECORD_LEN, &p->wire[r],
+                                         &p->wire_len[r], &p->wire_off[r]));
+        assert_true(p->wire_len[r] > RECORD_LEN);
     }
 }
 

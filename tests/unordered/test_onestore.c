@@ -55,8 +55,6 @@ typedef struct {
 
 static void pair_new(pair *p)
 {
-    int n;
-
     memset(p, 0, sizeof(*p));
     assert_true(uh_seg_pair_new(&p->sp, uh_key, uh_cert, SSL_MODE_UNORDERED));
     for (int r = 0; r < NUM_RECORDS; r++) {
@@ -65,14 +63,9 @@ static void pair_new(pair *p)
         assert_non_null(p->plain[r]);
         for (size_t i = 0; i < p->len[r]; i++)
             p->plain[r][i] = (uint8_t)(r * 61 + i * 7 + 1);
-        assert_int_equal(SSL_write(p->sp.c, p->plain[r], (int)p->len[r]), (int)p->len[r]);
-        n = (int)BIO_pending(p->sp.c_out);
-        assert_true(n > (int)p->len[r]);
-        p->wire[r] = malloc((size_t)n);
-        assert_int_equal(BIO_read(p->sp.c_out, p->wire[r], n), n);
-        p->wire_len[r] = (size_t)n;
-        p->wire_off[r] = p->sp.base;
-        p->sp.base += (uint64_t)n;
+        assert_true(uh_pair_write_record(&p->sp, p->plain[r], p->len[r], &p->wire[r],
+                                         &p->wire_len[r], &p->wire_off[r]));
+        assert_true(p->wire_len[r] > p->len[r]);
     }
 }
 

@@ -236,13 +236,21 @@ def recv_all(sock):
         buf += b
 
 
-def cmd_serve(a):
+def accept_one(port):
+    """Listens on 127.0.0.1:|port|, says "listening" on stdout (the test
+    waits for that line before it starts the client) and returns the first
+    connection."""
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", a.port))
+    ls.bind(("127.0.0.1", port))
     ls.listen(1)
     print("listening", flush=True)
     c, _ = ls.accept()
+    return c
+
+
+def cmd_serve(a):
+    c = accept_one(a.port)
     stream = recv_all(c)
     got = split_frames(stream) if not a.raw else []
     with open(a.out, "w") as f:
@@ -294,12 +302,7 @@ def tls_serve(a, want):
     Returns 0 if N == |want|, else 1. Shared with utls_scope.py."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(a.cert, a.key)
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", a.port))
-    ls.listen(1)
-    print("listening", flush=True)
-    c, _ = ls.accept()
+    c = accept_one(a.port)
     t = ctx.wrap_socket(c, server_side=True)
     n = 0
     while n < want:

@@ -160,16 +160,19 @@ def pattern_bytes(n):
         n -= len(block)
 
 
-def cmd_tcp_sink(a):
-    ls = socket.socket(socket.AF_INET6 if ":" in a.bind else socket.AF_INET, socket.SOCK_STREAM)
+def tcp_sink(bind, port, ready, timeout):
+    """Accepts one TCP connection on BIND:PORT (touching READY once it
+    listens) and reads it to its end: {"bytes", "sha256", "seconds" from
+    accept to end of stream, "mbit_s"}. Shared with bench/tunnel/flows.py."""
+    ls = socket.socket(socket.AF_INET6 if ":" in bind else socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((a.bind, a.port))
+    ls.bind((bind, port))
     ls.listen(1)
-    if a.ready:
-        open(a.ready, "w").close()
-    ls.settimeout(a.timeout)
+    if ready:
+        open(ready, "w").close()
+    ls.settimeout(timeout)
     c, _ = ls.accept()
-    c.settimeout(a.timeout)
+    c.settimeout(timeout)
     h = hashlib.sha256()
     n = 0
     t0 = time.monotonic()
@@ -180,9 +183,13 @@ def cmd_tcp_sink(a):
         h.update(b)
         n += len(b)
     dt = time.monotonic() - t0
-    out = {"bytes": n, "sha256": h.hexdigest(), "seconds": dt,
-           "mbit_s": n * 8 / dt / 1e6 if dt else 0}
-    emit(a, out)
+    c.close()
+    return {"bytes": n, "sha256": h.hexdigest(), "seconds": dt,
+            "mbit_s": n * 8 / dt / 1e6 if dt else 0}
+
+
+def cmd_tcp_sink(a):
+    emit(a, tcp_sink(a.bind, a.port, a.ready, a.timeout))
 
 
 def cmd_tcp_send(a):
