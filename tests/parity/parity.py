@@ -224,6 +224,10 @@ class Server:
             env["LD_PRELOAD"] = self.args.fork
             if self.unordered:
                 env["UTLS_MODE"] = "unordered,tap,all"
+        elif self.args.system_preload:
+            # A distribution libssl that is not this machine's (Debian 13's
+            # on Debian 12, tests/security35): preloaded like the fork.
+            env["LD_PRELOAD"] = self.args.system
         cmd = [self.args.server, "--proto", self.proto, "--count", str(self.count)] + self.extra
         if HOLE and self.proto == "tls":
             cmd = HOLE.server_prefix() + cmd + ["--bind", HOLE.SERVER_ADDR]
@@ -1424,6 +1428,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fork")
     ap.add_argument("--system")
+    ap.add_argument("--system-preload", action="store_true",
+                    help="--system is not the library parity_server links: LD_PRELOAD it, as the fork "
+                         "(Debian 13's libssl.so.3 for the 3.5 base, tests/security35)")
     ap.add_argument("--openssl", default="/usr/bin/openssl")
     ap.add_argument("--server")
     ap.add_argument("--dtls-client")
