@@ -39,6 +39,7 @@ BASELINE = b"parity-baseline"
 
 
 NULL_RUN = False  # --null: both sides are the system library
+STOCK_FORK = False  # --fork-is-stock: the "fork" side is a stock libssl (no UTLS_ symbols)
 
 
 class Failure(Exception):
@@ -272,7 +273,7 @@ def check_mode(server_obs, lib, unordered, proto):
             raise Failure("the system run reports the fork's UTLS_ symbols: wrong library loaded")
         return
     if not mode.get("fork"):
-        if NULL_RUN:
+        if NULL_RUN or STOCK_FORK:
             return
         raise Failure("the fork run has no UTLS_ symbols: the fork is not loaded")
     if proto == "tls" and server_obs.get("handshake") == "ok":
@@ -1431,6 +1432,9 @@ def main():
     ap.add_argument("--system-preload", action="store_true",
                     help="--system is not the library parity_server links: LD_PRELOAD it, as the fork "
                          "(Debian 13's libssl.so.3 for the 3.5 base, tests/security35)")
+    ap.add_argument("--fork-is-stock", action="store_true",
+                    help="--fork is a stock libssl without the UTLS_ symbols (tests/security35/negative.sh: "
+                         "the 3.5 tree with or without its security series)")
     ap.add_argument("--openssl", default="/usr/bin/openssl")
     ap.add_argument("--server")
     ap.add_argument("--dtls-client")
@@ -1468,6 +1472,9 @@ def main():
         for f in ("fork", "system", "server"):
             if not getattr(args, f) or not os.path.exists(getattr(args, f)):
                 raise Failure("--%s %s does not exist" % (f, getattr(args, f)))
+        if args.fork_is_stock:
+            global STOCK_FORK
+            STOCK_FORK = True
         if args.null:
             global NULL_RUN
             NULL_RUN = True
