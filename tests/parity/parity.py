@@ -40,6 +40,20 @@ BASELINE = b"parity-baseline"
 
 NULL_RUN = False  # --null: both sides are the system library
 STOCK_FORK = False  # --fork-is-stock: the "fork" side is a stock libssl (no UTLS_ symbols)
+CCM8_SECLEVEL = None  # --ccm8-seclevel N
+
+
+def with_ccm8_seclevel(argv):
+    """argv with ':@SECLEVEL=N' appended to a CCM8 cipher list (--ccm8-seclevel): OpenSSL 3.2 and
+    later put the CCM8 suites (64-bit tags) below security level 1, so on the 3.5 base both libraries
+    refuse them at the default level and every CCM8 case would test nothing."""
+    if CCM8_SECLEVEL is None:
+        return list(argv)
+    out = list(argv)
+    for i in range(len(out) - 1):
+        if out[i] == "--cipher" and "CCM8" in out[i + 1]:
+            out[i + 1] += ":@SECLEVEL=%d" % CCM8_SECLEVEL
+    return out
 
 
 class Failure(Exception):
@@ -229,7 +243,7 @@ class Server:
             # A distribution libssl that is not this machine's (Debian 13's
             # on Debian 12, tests/security35): preloaded like the fork.
             env["LD_PRELOAD"] = self.args.system
-        cmd = [self.args.server, "--proto", self.proto, "--count", str(self.count)] + self.extra
+        cmd = [self.args.server, "--proto", self.proto, "--count", str(self.count)] + with_ccm8_seclevel(self.extra)
         if HOLE and self.proto == "tls":
             cmd = HOLE.server_prefix() + cmd + ["--bind", HOLE.SERVER_ADDR]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -1222,7 +1236,8 @@ def run_dtls_case(args, server_port, prof, inject, opts=None):
     m = Mitm(server_port, inject, opts)
     m.start()
     try:
-        r = subprocess.run([args.dtls_client, "--port", str(m.port), "--cipher", prof["cipher"], "--wait-ms", "600"],
+        r = subprocess.run(with_ccm8_seclevel([args.dtls_client, "--port", str(m.port), "--cipher", prof["cipher"],
+                                               "--wait-ms", "600"]),
                            capture_output=True, timeout=15, env=clean_env())
     except subprocess.TimeoutExpired:
         return {"client": "hung for 15 s"}
@@ -1435,6 +1450,9 @@ def main():
     ap.add_argument("--fork-is-stock", action="store_true",
                     help="--fork is a stock libssl without the UTLS_ symbols (tests/security35/negative.sh: "
                          "the 3.5 tree with or without its security series)")
+    ap.add_argument("--ccm8-seclevel", type=int,
+                    help="append :@SECLEVEL=N to the CCM8 profiles' cipher lists, server and DTLS client, both "
+                         "libraries (the 3.5 base: CCM8 is below its default security level)")
     ap.add_argument("--openssl", default="/usr/bin/openssl")
     ap.add_argument("--server")
     ap.add_argument("--dtls-client")
@@ -1472,6 +1490,9 @@ def main():
         for f in ("fork", "system", "server"):
             if not getattr(args, f) or not os.path.exists(getattr(args, f)):
                 raise Failure("--%s %s does not exist" % (f, getattr(args, f)))
+        if args.ccm8_seclevel is not None:
+            global CCM8_SECLEVEL
+            CCM8_SECLEVEL = args.ccm8_seclevel
         if args.fork_is_stock:
             global STOCK_FORK
             STOCK_FORK = True
