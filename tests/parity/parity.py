@@ -53,6 +53,9 @@ def with_ccm8_seclevel(argv):
     for i in range(len(out) - 1):
         if out[i] == "--cipher" and "CCM8" in out[i + 1]:
             out[i + 1] += ":@SECLEVEL=%d" % CCM8_SECLEVEL
+        elif out[i] == "--suites" and "CCM_8" in out[i + 1] and "--cipher" not in out:
+            # TLS 1.3: the level is set through the (otherwise unused) TLS 1.2 cipher list.
+            out += ["--cipher", "DEFAULT:@SECLEVEL=%d" % CCM8_SECLEVEL]
     return out
 
 
