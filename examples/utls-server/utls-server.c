@@ -88,7 +88,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W] [--worker-conns K]\n"
             "                   [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS] [--size S]\n"
-            "                   [--ready FILE] [--out FILE] [--quiet]\n"
+            "                   [--ready FILE] [--out FILE] [--records FILE] [--quiet]\n"
             "       utls-server load --connect ADDR:PORT --conns N --rate R --size S [--burst K]\n"
             "                   --duration-ms D [--out FILE] [--quiet]\n");
     exit(2);
