@@ -150,10 +150,7 @@ static void read_record(chain *ch, int r, int ooo, uint32_t gen)
     uint32_t index;
     UTLS_RECORD_INFO info;
 
-    if (!UTLS_read_record(ch->p.s, buf, sizeof(buf), &n, &info)) {
-        uh_errors_to_stderr("chain");
-        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(ch->p.s, 0));
-    }
+    assert_true(uh_read_record(ch->p.s, "chain", r, buf, sizeof(buf), &n, &info));
     assert_true(uh_msg_check(buf, n, &index));
     assert_int_equal(index, ch->msg_index[r]);
     assert_int_equal(info.out_of_order != 0, ooo);

@@ -91,11 +91,7 @@ static void read_record(pair *p, int r, int out_of_order)
     size_t n;
     UTLS_RECORD_INFO info;
 
-    ERR_clear_error();
-    if (!UTLS_read_record(p->sp.s, buf, sizeof(buf), &n, &info)) {
-        uh_errors_to_stderr("onestore");
-        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(p->sp.s, 0));
-    }
+    assert_true(uh_read_record(p->sp.s, "onestore", r, buf, sizeof(buf), &n, &info));
     assert_int_equal(n, p->len[r]);
     assert_memory_equal(buf, p->plain[r], n);
     assert_int_equal(info.out_of_order != 0, out_of_order);
