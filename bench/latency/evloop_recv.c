@@ -100,8 +100,6 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     static unsigned char buf[1 << 15];
-    struct sockaddr_storage ss;
-    socklen_t sl;
     SSL_CTX *ctx;
     SSL *ssl;
     int lfd, fd, ep = -1, i, done = 0, handshaken = 0;
@@ -132,8 +130,7 @@ int main(int argc, char **argv)
         die("SSL_CTX_new");
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
     make_cert(ctx, "evloop-recv");
-    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl, opt.addr);
+    lfd = listen_tcp(opt.addr);
     fprintf(logf_,
             "{\"event\":\"start\",\"role\":\"recv\",\"mode\":\"evloop_%s\",\"libssl\":\"%s\","
             "\"fork\":%d,\"openssl\":\"%s\",\"count\":%ld,\"size\":%ld,\"interval_ms\":0,"

@@ -187,8 +187,6 @@ static void *oneshot_thread(void *arg)
 int main(int argc, char **argv)
 {
     const char *addr = NULL, *ready = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl;
     SSL_CTX *ctx;
     int lfd, i, rc = 0, (*wakeups)(int, uint64_t *, uint64_t *);
     uint64_t nwake = 0, nspur = 0, start;
@@ -212,8 +210,7 @@ int main(int argc, char **argv)
     if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
         die("SSL_CTX_new");
     make_cert(ctx, "evloop-semantics");
-    parse_addr(addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl, addr);
+    lfd = listen_tcp(addr);
     touch_ready(ready, lfd);
     if (!wait_readable(lfd, 30000))
         die("no connection");
