@@ -312,6 +312,20 @@ void parse_options(int argc, char **argv, int first, const example_option *opts,
     }
 }
 
+void parse_receiver_options(int argc, char **argv, int first, const char **out_addr,
+                            const char **out_ready, long *out_count, long *out_size,
+                            void (*usage)(void))
+{
+    const example_option opts[] = {
+        {"--listen", EXAMPLE_OPT_STR, out_addr},
+        {"--ready", EXAMPLE_OPT_STR, out_ready},
+        {"--count", EXAMPLE_OPT_LONG, out_count},
+        {"--size", EXAMPLE_OPT_LONG, out_size},
+    };
+
+    parse_options(argc, argv, first, opts, sizeof(opts) / sizeof(opts[0]), usage);
+}
+
 void check_require(const char *require, int is_fork, int stock_build)
 {
     if (stock_build && is_fork)

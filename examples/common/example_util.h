@@ -147,6 +147,15 @@ int parse_choice(const char *arg, const char *const *names, size_t num_names, vo
 void parse_options(int argc, char **argv, int first, const example_option *opts, size_t num_opts,
                    void (*usage)(void));
 
+/* parse_receiver_options parses argv[first..argc-1] of a receiver that
+ * takes one connection: --listen ADDR:PORT into |*out_addr|, --ready FILE
+ * into |*out_ready|, --count N and --size S into |*out_count| and
+ * |*out_size| (each left as it was when not given). Anything else calls
+ * |usage|, which must not return; the caller checks the values. */
+void parse_receiver_options(int argc, char **argv, int first, const char **out_addr,
+                            const char **out_ready, long *out_count, long *out_size,
+                            void (*usage)(void));
+
 /* check_require dies unless the loaded libssl matches |require| ("fork":
  * the uTLS fork, |is_fork| nonzero; "stock": not the fork; NULL: either), or
  * if |stock_build| is set and the fork is loaded anyway (an example built
