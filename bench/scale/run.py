@@ -2,12 +2,17 @@
 """bench/scale: the process-wide tap with N connections, stock vs fork.
 
   run.py --build BUILD --out DIR [--ns 1,100,1000,10000] [--rate 2000]
-         [--size 1400] [--duration-ms 10000] [--bulk-mb 2048] [--smoke]
+         [--burst 1] [--size 1400] [--duration-ms 10000] [--bulk-mb 2048] [--smoke]
 
 For each N, on one testbed (tools/testbed: 100 ms RTT, 2% loss on the data
 direction), examples/utls-server serves N concurrent TLS 1.3 connections
 from one load client (utls-server-stock load, the system libssl) carrying a
-fixed aggregate load (RATE records/s of SIZE bytes dealt round robin), once
+fixed aggregate load (RATE records/s of SIZE bytes dealt round robin, BURST
+in a row to a connection: with one at a time, N = 10,000 carries 0.2
+records/s per connection and nothing is past a hole, so the out-of-order
+share is not measured there; --burst 8 gives a lost record records behind it
+at every N, but the server's count of records held in order (late, right
+after a late one) then also counts records that shared the lost segment), once
 with the system libssl (utls-server-stock, in order) and once with the fork
 and the process-wide tap (utls-server --mode utls), one after the other in
 the same run. Per N and side: whole-host CPU (user + nice + sys + irq +
@@ -127,7 +132,8 @@ def one_side(a, prefix, work, side, n, bulk):
             hold = 3 * 60 * 1000  # ended by the bulk measurement below
         load = subprocess.Popen([TB, "--prefix", prefix, "exec", "sender", "--", load_bin, "load",
                                  "--connect", "%s:%d" % (a.receiver_addr, PORT), "--conns", str(n),
-                                 "--rate", str(a.rate), "--size", str(a.size), "--duration-ms",
+                                 "--rate", str(a.rate), "--burst", str(a.burst),
+                                 "--size", str(a.size), "--duration-ms",
                                  str(a.duration_ms), "--rtt-ms", "100", "--hold-ms", str(hold),
                                  "--mark", mark, "--release", release, "--out", lout,
                                  "--quiet"])
@@ -179,9 +185,8 @@ def one_side(a, prefix, work, side, n, bulk):
 
 
 def targets(result):
-    """The issue's targets, from the runs. A run with no record past a hole
-    (at N = 10,000, 0.2 records/s per connection: a lost record has nothing
-    behind it) counts for the out-of-order share as met, and says so."""
+    """The issue's targets, from the runs. The out-of-order share holds only
+    where it was measured: a run with no record past a hole fails it."""
     by_n = {r["conns"]: r for r in result["runs"]}
     t = {}
     for n in (1000, 10000):
@@ -195,8 +200,8 @@ def targets(result):
     t["tap_kernel_bytes_independent_of_n"] = len({r["utls"]["tap_kernel_bytes"]
                                                   for r in result["runs"]}) == 1
     t["zero_ring_drops"] = all(r["utls"]["ring_drops"] == 0 for r in result["runs"])
-    t["ooo_share_ge_0.95"] = all(r["utls"]["ooo_share_past_hole"] is None
-                                 or r["utls"]["ooo_share_past_hole"] >= 0.95
+    t["ooo_share_ge_0.95"] = all(r["utls"]["ooo_share_past_hole"] is not None
+                                 and r["utls"]["ooo_share_past_hole"] >= 0.95
                                  for r in result["runs"])
     big = by_n[max(by_n)]
     if "bulk_cpu_ratio_tapped_vs_stock" in big:
@@ -211,6 +216,8 @@ def main():
     ap.add_argument("--bin-dir", default=None)
     ap.add_argument("--ns", default="1,100,1000,10000")
     ap.add_argument("--rate", type=int, default=2000)
+    ap.add_argument("--burst", type=int, default=1,
+                    help="records in a row to one connection (the load is still RATE/s)")
     ap.add_argument("--size", type=int, default=1400)
     ap.add_argument("--duration-ms", type=int, default=10000)
     ap.add_argument("--bulk-mb", type=int, default=2048)
@@ -240,7 +247,7 @@ def main():
     up = ["up", "--rtt", "100", "--loss", "2", "--seed", "2020", "--queue", "10000"]
     if env_bin:
         up += ["--bin", env_bin]
-    result = {"bench": "scale", "rate": a.rate, "size": a.size, "duration_ms": a.duration_ms,
+    result = {"bench": "scale", "rate": a.rate, "burst": a.burst, "size": a.size, "duration_ms": a.duration_ms,
               "rtt_ms": 100, "loss_pct": 2, "runs": []}
     try:
         tb(prefix, "-q", "down", check=False)

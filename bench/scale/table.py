@@ -36,9 +36,11 @@ def render(d):
                         u["out_of_order"] + u["held_in_order"], pct(s["delayed_gt_rtt"]),
                         pct(u["delayed_gt_rtt"])))
     big = d["runs"][-1]
-    text = ("%d records/s of %d bytes over N connections, %d ms RTT, %d%% loss, %.0f s per side "
+    text = ("%d records/s of %d bytes over N connections%s, %d ms RTT, %d%% loss, %.0f s per side "
             "(`bench/scale/run.py`, `make bench`).\n\n" % (
-                d["rate"], d["size"], d["rtt_ms"], d["loss_pct"], d["duration_ms"] / 1000.0))
+                d["rate"], d["size"],
+                " (%d in a row to each)" % d["burst"] if d.get("burst", 1) > 1 else "",
+                d["rtt_ms"], d["loss_pct"], d["duration_ms"] / 1000.0))
     text += "\n".join(rows) + "\n"
     if "bulk_cpu_ratio_tapped_vs_stock" in big:
         text += ("\nA bulk TCP flow of %d MiB over the receiver's loopback beside %d idle connections "

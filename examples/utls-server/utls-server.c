@@ -19,10 +19,13 @@
  *       a worker stops accepting after K connections (as nginx's
  *       worker_connections), so that prefork workers share the load.
  *   utls-server load --connect ADDR:PORT --conns N --rate R --size S
- *                    --duration-ms D [--out FILE] [--quiet]
+ *                    --duration-ms D [--burst K] [--out FILE] [--quiet]
  *       Opens N TLS connections (at most 256 handshakes at a time), then
  *       sends R records per second of S bytes in all, dealt round robin over
- *       the connections, for D ms, and closes them. Each record carries its
+ *       the connections K at a time (default 1), for D ms, and closes them.
+ *       With K > 1 a connection gets K records in a row (still R per second
+ *       in all), so that a lost one has records behind it on its own
+ *       connection at any N. Each record carries its
  *       connection number, sequence number, send time and a checkable
  *       pattern.
  *
@@ -63,10 +66,10 @@
 static struct {
     const char *addr, *out, *ready, *drop_to, *mode, *require, *mark, *release;
     long hold_ms;
-    long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms;
+    long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms, burst;
     int quiet;
 } opt = {.workers = 1, .rtt_ms = 100, .size = 1400, .conns = 1, .rate = 100,
-         .duration_ms = 1000, .mode = "tls"};
+         .duration_ms = 1000, .burst = 1, .mode = "tls"};
 
 static volatile sig_atomic_t stop;
 
@@ -82,7 +85,7 @@ static void usage(void)
             "usage: utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W] [--worker-conns K]\n"
             "                   [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS] [--size S]\n"
             "                   [--ready FILE] [--out FILE] [--quiet]\n"
-            "       utls-server load --connect ADDR:PORT --conns N --rate R --size S\n"
+            "       utls-server load --connect ADDR:PORT --conns N --rate R --size S [--burst K]\n"
             "                   --duration-ms D [--out FILE] [--quiet]\n");
     exit(2);
 }
@@ -676,7 +679,8 @@ static int load(void)
     lconn *L;
     SSL_CTX *ctx;
     int ep;
-    long started = 0, ready = 0, failed = 0, i;
+    long started = 0, ready = 0, failed = 0, i, in_burst = 0;
+    lconn *cur = NULL;
     uint64_t t0, deadline, sent = 0, write_fail = 0, next, interval, send_t0, send_t1;
     unsigned long long cpu0, cpu1;
     unsigned char *msg;
@@ -694,6 +698,8 @@ static int load(void)
     msg = malloc((size_t)opt.size);
     if (L == NULL || msg == NULL || opt.size < HDR_LEN || opt.size > MAX_PLAIN)
         die("bad --conns or --size");
+    if (opt.burst < 1 || opt.burst > 1000)
+        die("--burst wants 1 to 1000 records in a row");
     if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
         die("epoll_create1");
     t0 = now_ns();
@@ -748,7 +754,8 @@ static int load(void)
     }
     note("load: %ld connections ready, %ld failed, in %.1f s", ready, failed,
          (now_ns() - t0) / 1e9);
-    /* The load: records dealt round robin over the ready connections. */
+    /* The load: records dealt round robin over the ready connections,
+     * opt.burst in a row to each. */
     interval = 1000000000ull / (uint64_t)(opt.rate > 0 ? opt.rate : 1);
     cpu0 = host_cpu_ticks();
     send_t0 = now_ns();
@@ -763,12 +770,19 @@ static int load(void)
 
         sleep_until(next);
         next += interval;
-        do {
-            c = &L[i];
-            i = (i + 1) % opt.conns;
-        } while (c->state != 2 && ++tries < opt.conns);
-        if (c->state != 2)
-            break;
+        if (in_burst > 0 && cur != NULL && cur->state == 2) {
+            c = cur;
+        } else {
+            do {
+                c = &L[i];
+                i = (i + 1) % opt.conns;
+            } while (c->state != 2 && ++tries < opt.conns);
+            if (c->state != 2)
+                break;
+            cur = c;
+            in_burst = opt.burst;
+        }
+        in_burst--;
         put32(msg, (uint32_t)(c - L));
         put32(msg + 4, c->seq);
         for (j = HDR_LEN; j < (size_t)opt.size; j++)
@@ -815,10 +829,10 @@ static int load(void)
         die("cannot open %s", opt.out);
     fprintf(out,
             "{\"event\":\"load\",\"conns\":%ld,\"ready\":%ld,\"failed\":%ld,\"sent\":%llu,"
-            "\"write_fail\":%llu,\"rate\":%ld,\"size\":%ld,\"duration_ms\":%ld,"
+            "\"write_fail\":%llu,\"rate\":%ld,\"burst\":%ld,\"size\":%ld,\"duration_ms\":%ld,"
             "\"host_cpu_ms\":%.1f,\"window_s\":%.3f,\"handshake_s\":%.2f}\n",
             opt.conns, ready, failed, (unsigned long long)sent, (unsigned long long)write_fail,
-            opt.rate, opt.size, opt.duration_ms,
+            opt.rate, opt.burst, opt.size, opt.duration_ms,
             (double)(cpu1 - cpu0) * 1000.0 / (double)sysconf(_SC_CLK_TCK),
             (send_t1 - send_t0) / 1e9, (send_t0 - t0) / 1e9);
     if (out != stdout)
@@ -841,6 +855,7 @@ int main(int argc, char **argv)
         {"--size", EXAMPLE_OPT_LONG, &opt.size},
         {"--conns", EXAMPLE_OPT_LONG, &opt.conns},
         {"--rate", EXAMPLE_OPT_LONG, &opt.rate},
+        {"--burst", EXAMPLE_OPT_LONG, &opt.burst},
         {"--duration-ms", EXAMPLE_OPT_LONG, &opt.duration_ms},
         {"--hold-ms", EXAMPLE_OPT_LONG, &opt.hold_ms},
         {"--mark", EXAMPLE_OPT_STR, &opt.mark},
