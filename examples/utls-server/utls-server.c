@@ -9,11 +9,15 @@
  *
  *   utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W]
  *                     [--worker-conns K] [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS]
- *                     [--size S] [--ready FILE] [--out FILE] [--quiet]
+ *                     [--size S] [--ready FILE] [--out FILE] [--records FILE] [--quiet]
  *       Serves until SIGTERM or SIGINT, then each worker appends one JSON
  *       line to FILE: connections, records (in and out of order), integrity
  *       (bad, duplicate), stream-offset consistency, latency shares, the
  *       tap's counters, RSS, descriptors, CPU time, uid and capabilities.
+ *       --records (--mode utls): also one line per record delivered,
+ *       "PEER_PORT STREAM_OFFSET WIRE_LEN SENT_NS DELIVERED_NS OUT_OF_ORDER"
+ *       (CLOCK_MONOTONIC), for an oracle computed from a capture
+ *       (bench/scale/oracle.py).
  *       --drop-to: open the tap, then setuid to USER with no capabilities
  *       before accepting anything (the tap keeps working). --worker-conns:
  *       a worker stops accepting after K connections (as nginx's
@@ -64,7 +68,7 @@
 #define MAX_HANDSHAKING 256 /* load: handshakes in flight */
 
 static struct {
-    const char *addr, *out, *ready, *drop_to, *mode, *require, *mark, *release;
+    const char *addr, *out, *ready, *drop_to, *mode, *require, *mark, *release, *records;
     long hold_ms;
     long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms, burst;
     int quiet;
@@ -84,7 +88,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W] [--worker-conns K]\n"
             "                   [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS] [--size S]\n"
-            "                   [--ready FILE] [--out FILE] [--quiet]\n"
+            "                   [--ready FILE] [--out FILE] [--records FILE] [--quiet]\n"
             "       utls-server load --connect ADDR:PORT --conns N --rate R --size S [--burst K]\n"
             "                   --duration-ms D [--out FILE] [--quiet]\n");
     exit(2);
@@ -122,12 +126,16 @@ typedef struct {
     size_t seen_cap;
     int64_t off_base;    /* stream offset minus seq x wire length */
     int off_base_set;
+    uint16_t peer_port;
 } conn;
 
 typedef struct {
     uint64_t lat_ns, at_ns;
     uint32_t id, seq;
     int ooo;
+    uint16_t port;       /* the client's port: the flow in a capture */
+    uint32_t wire_len;   /* 0: no record metadata (stock) */
+    uint64_t offset;     /* the record's stream offset */
 } sample;
 
 static struct {
@@ -156,7 +164,8 @@ static void *grow(void *arr, size_t *cap, size_t elem, size_t first)
     return p;
 }
 
-static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_t at)
+static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_t at,
+                       uint16_t port, uint64_t offset, size_t wire_len)
 {
     if (W.num_samples == W.samples_cap) {
         sample *s = grow(W.samples, &W.samples_cap, sizeof(*s), 4096);
@@ -169,6 +178,9 @@ static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_
     W.samples[W.num_samples].at_ns = at;
     W.samples[W.num_samples].id = id;
     W.samples[W.num_samples].seq = seq;
+    W.samples[W.num_samples].port = port;
+    W.samples[W.num_samples].offset = offset;
+    W.samples[W.num_samples].wire_len = (uint32_t)wire_len;
     W.samples[W.num_samples++].ooo = ooo;
 }
 
@@ -266,7 +278,8 @@ static void record_check(conn *c, const unsigned char *p, size_t n, int ooo, int
             W.offset_errors++;
         }
     }
-    sample_add(now > sent ? now - sent : 0, ooo, id, seq, now);
+    sample_add(now > sent ? now - sent : 0, ooo, id, seq, now, c->peer_port,
+               has_info ? offset : 0, has_info ? wire_len : 0);
 }
 
 static void conn_service(int ep, int fd)
@@ -361,6 +374,15 @@ static void conn_accept(int ep, int lfd)
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         c = &W.c[fd];
         memset(c, 0, sizeof(*c));
+        {
+            struct sockaddr_storage peer;
+            socklen_t pl = sizeof(peer);
+
+            if (getpeername(fd, (struct sockaddr *)&peer, &pl) == 0)
+                c->peer_port = ntohs(peer.ss_family == AF_INET6
+                                         ? ((struct sockaddr_in6 *)&peer)->sin6_port
+                                         : ((struct sockaddr_in *)&peer)->sin_port);
+        }
         if ((c->ssl = SSL_new(server_ctx)) == NULL)
             die("SSL_new");
 #ifndef UTLS_SERVER_STOCK
@@ -591,6 +613,25 @@ static int worker(int lfd, int index)
     if (out != stdout)
         fclose(out);
     free(lats);
+    if (opt.records != NULL) {
+        FILE *rf = fopen(opt.records, "a");
+
+        if (rf == NULL)
+            die("cannot open %s", opt.records);
+        /* CLOCK_REALTIME - CLOCK_MONOTONIC: a capture's timestamps are the
+         * former, these times the latter. */
+        fprintf(rf, "# real_minus_mono_ns %lld\n", (long long)real_minus_mono_ns());
+        for (i = 0; i < W.num_samples; i++) {
+            const sample *x = &W.samples[i];
+
+            if (x->wire_len > 0)
+                fprintf(rf, "%u %llu %u %llu %llu %d\n", (unsigned)x->port,
+                        (unsigned long long)x->offset, (unsigned)x->wire_len,
+                        (unsigned long long)(x->at_ns - x->lat_ns),
+                        (unsigned long long)x->at_ns, x->ooo != 0);
+        }
+        fclose(rf);
+    }
     return 0;
 }
 
@@ -862,6 +903,7 @@ int main(int argc, char **argv)
         {"--release", EXAMPLE_OPT_STR, &opt.release},
         {"--ready", EXAMPLE_OPT_STR, &opt.ready},
         {"--out", EXAMPLE_OPT_STR, &opt.out},
+        {"--records", EXAMPLE_OPT_STR, &opt.records},
         {"--require", EXAMPLE_OPT_STR, &opt.require},
         {"--quiet", EXAMPLE_OPT_FLAG, &opt.quiet},
     };
