@@ -258,8 +258,7 @@ static void test_tap_validate_ack_exact(void **state)
     seg_spec sp = {0, 1000, 5000, 0x10, 0, 0, 100, 0};
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 1 << 20;
+    validator_init(&v, 1 << 20);
     /* We answered the SYN: ISN 4999, SND.UNA = 5000 + bytes acked. */
     utls_tap_validator_set_send_base(&v, 4999, 0);
     fake_off = 0;
@@ -288,8 +287,7 @@ static void test_tap_validate_ack_exact(void **state)
 
     /* We sent the SYN (its acknowledgement counts in tcpi_bytes_acked), and
      * the sequence wraps. */
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 1 << 20;
+    validator_init(&v, 1 << 20);
     utls_tap_validator_set_send_base(&v, 0xffffff00u, 1);
     fake_off = 0x201; /* the SYN and 0x200 bytes */
     sp.ack = 0x101;
