@@ -18,10 +18,24 @@ struct tls_record_st;
 /*
  * utls_hook35_record_read: ssl3_read_bytes() took record |rr| from the read
  * record layer, in order (authenticated and decrypted). Called only with
- * SSL_MODE_UNORDERED: counts application records (UTLS_get_stats) and keeps
- * the record's sequence number and key generation for UTLS_read_record().
+ * SSL_MODE_UNORDERED: notes where the record lies in the stream (an anchor
+ * for the records past a hole), counts application records
+ * (UTLS_get_stats) and keeps the record's metadata for UTLS_read_record().
+ * A record that was already delivered out of order is emptied here, in
+ * |rr| and in the record layer, so that ssl3_read_bytes() releases it and
+ * reads on: delivered exactly once.
  */
 void utls_hook35_record_read(struct ssl_connection_st *s, struct tls_record_st *rr);
+
+/*
+ * utls_hook35_deliver_inorder: ssl3_read_bytes(), before copying an in-order
+ * application record |rr| longer than |len|: returns 1 to go on
+ * (SSL_MODE_UNORDERED_PARTIAL: the record is returned in parts), or 0 when
+ * |len| cannot hold the whole record (the error is raised; nothing is
+ * consumed).
+ */
+int utls_hook35_deliver_inorder(struct ssl_connection_st *s, struct tls_record_st *rr,
+                                size_t len);
 
 /*
  * utls_hook35_read_key_changed: ssl_set_new_record_layer() installed a new
