@@ -5,14 +5,14 @@
  * (OSSL_RECORD_LAYER: its cipher context, static IV and tag length, which
  * new_record_layer() set up from the key it was given).
  *
- * What 3.5 delivers out of order: TLS 1.3 records of the AEAD suites
- * (AES-GCM, ChaCha20-Poly1305, AES-CCM), read through 3.5's own TLS record
- * method, one record per batch. Everything else reads in order, with the
- * reason in UTLS_get_stats(): TLS 1.2 (UTLS_FALLBACK_CIPHER: its record
- * method's AEAD and CBC paths are not probed on this base yet), KTLS
- * (UTLS_FALLBACK_KTLS: the kernel decrypts), read pipelining
- * (UTLS_FALLBACK_CIPHER: the record layer decrypts a batch before the first
- * record is returned), TLS 1.3's integrity-only suites (UTLS_FALLBACK_CIPHER).
+ * What 3.5 delivers out of order, read through 3.5's own TLS record method
+ * one record per batch: TLS 1.3 records of the AEAD suites (AES-GCM,
+ * ChaCha20-Poly1305, AES-CCM), TLS 1.2 AEAD and TLS 1.1/1.2 CBC with
+ * explicit IVs, as on 3.0. Everything else reads in order, with the reason
+ * in UTLS_get_stats(): KTLS (UTLS_FALLBACK_KTLS: the kernel decrypts); read
+ * pipelining (UTLS_FALLBACK_CIPHER: the record layer decrypts a batch before
+ * the first record is returned); TLS 1.3's integrity-only suites, stream
+ * MACs and compression (UTLS_FALLBACK_CIPHER).
  */
 #include <string.h>
 
@@ -72,6 +72,8 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     utls_scan_profile prof;
     utls_seqpred_config pc;
     size_t min_len, max_len;
+    unsigned long mode;
+    int ivlen = 0, blk;
 
     if (sc == NULL)
         return 0;
@@ -108,31 +110,70 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     c->rx.tls13 = rl->version == TLS1_3_VERSION;
     c->rx.aead = ciph != NULL && (EVP_CIPHER_get_flags(ciph) & EVP_CIPH_FLAG_AEAD_CIPHER) != 0;
     c->rx.explicit_nonce = 0;
+    mode = ciph != NULL ? EVP_CIPHER_get_mode(ciph) : 0;
     /*
-     * TLS 1.3 AEAD only (see the top of this file). Read pipelining
-     * (SSL_set_max_pipelines()) makes the record layer decrypt a batch of
-     * records before ssl3_read_bytes() takes the first, so the in-order
-     * counter and the records' positions would run ahead of the record
-     * being delivered.
+     * Read pipelining (SSL_set_max_pipelines()) makes the record layer
+     * decrypt a batch of records before ssl3_read_bytes() takes the first,
+     * so the in-order counter and the records' positions would run ahead of
+     * the record being delivered. TLS 1.0 CBC chains its IV across records;
+     * stream and null ciphers have no per-record state a copy could resume
+     * from; TLS 1.3's integrity-only suites are not probed; a stream MAC
+     * (GOST) is updated in place; compression changes lengths.
      */
-    if (!c->rx.tls13 || !c->rx.aead || rl->mac_ctx != NULL || rl->iv == NULL
-        || rl->taglen == 0 || rl->max_pipelines > 1 || sc->max_pipelines > 1) {
+    if (ciph == NULL || EVP_CIPHER_get_nid(ciph) == NID_undef || rl->mac_ctx != NULL
+        || rl->max_pipelines > 1 || sc->max_pipelines > 1 || rl->stream_mac
+        || rl->compctx != NULL
+        || (c->rx.tls13 && (!c->rx.aead || rl->iv == NULL || rl->taglen == 0))
+        || (!c->rx.tls13 && !c->rx.aead
+            && !(mode == EVP_CIPH_CBC_MODE && RLAYER_USE_EXPLICIT_IV(rl)))) {
         c->stats.fallback = UTLS_FALLBACK_CIPHER;
         return 0;
     }
-    min_len = 1 + rl->taglen;
-    max_len = SSL3_RT_MAX_TLS13_ENCRYPTED_LENGTH;
+    blk = EVP_CIPHER_get_block_size(ciph);
+    if (c->rx.tls13) {
+        min_len = 1 + rl->taglen;
+        max_len = SSL3_RT_MAX_TLS13_ENCRYPTED_LENGTH;
+    } else {
+        /* As the record layer bounds it (tls_default_validate_record_header,
+         * no compression). */
+        max_len = SSL3_RT_MAX_ENCRYPTED_LENGTH - SSL3_RT_MAX_COMPRESSED_OVERHEAD;
+        if (c->rx.aead) {
+            /* GCM and CCM carry an 8-byte explicit nonce; ChaCha20 does not.
+             * The tag: 16 bytes, CCM-8's 8. */
+            int taglen = EVP_CIPHER_CTX_get_tag_length(rl->enc_ctx);
+
+            if (taglen <= 0)
+                taglen = 16;
+            if (mode == EVP_CIPH_GCM_MODE || mode == EVP_CIPH_CCM_MODE) {
+                ivlen = 8;
+                c->rx.explicit_nonce = 1;
+            }
+            min_len = (size_t)ivlen + (size_t)taglen;
+        } else {
+            /* Explicit IV, at least one block, and the MAC. */
+            min_len = (size_t)blk * 2;
+        }
+    }
     if (!utls_bio_is_fragment_source(sc)) {
         c->stats.fallback = UTLS_FALLBACK_NO_FRAGMENTS;
         return 0;
     }
-    if (!c->probe.ctx_valid)
-        utls_copy_read_ctx(s, c); /* the mode was set after this key came */
+    if (!c->probe.ctx_valid) {
+        /* The mode was set after this key was installed. A copy taken now is
+         * safe unless the provider holds a MAC buffer (CBC MAC-then-encrypt,
+         * lib/glue/utls_glue.h). */
+        if (!c->rx.tls13 && !c->rx.aead && !rl->use_etm) {
+            c->stats.fallback = UTLS_FALLBACK_CIPHER;
+            return 0;
+        }
+        utls_copy_read_ctx(s, c);
+    }
     utls_probe13_setup(s, c);
 
     memset(&prof, 0, sizeof(prof));
     prof.type_mask = UTLS_SCAN_TYPE(SSL3_RT_APPLICATION_DATA);
-    prof.version = TLS1_2_VERSION; /* RFC 8446 5.1: legacy_record_version */
+    /* RFC 8446 5.1: TLS 1.3's legacy_record_version is TLS 1.2's. */
+    prof.version = c->rx.tls13 ? TLS1_2_VERSION : (uint16_t)rl->version;
     prof.min_len = (uint16_t)min_len;
     prof.max_len = (uint16_t)max_len;
     prof.require_whole = 1;
@@ -140,7 +181,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     pc.min_wire_len = SSL3_RT_HEADER_LENGTH + min_len;
     pc.max_wire_len = SSL3_RT_HEADER_LENGTH + max_len;
     pc.max_candidates = c->limits.max_probes_per_record;
-    pc.nonce_delta = 0;
+    pc.nonce_delta = c->rx.explicit_nonce;
 
     /* After a key change the held bytes are still good: only the scanner and
      * the predictor start over, and everything held is scanned again. */
@@ -160,7 +201,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     if (c->rx.scratch == NULL)
         c->rx.scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
     if (c->rx.store == NULL || c->rx.scan == NULL || c->rx.pred == NULL || !c->probe.ctx_valid
-        || c->probe.tls13_taglen == 0 || c->rx.scratch == NULL) {
+        || (c->rx.tls13 && c->probe.tls13_taglen == 0) || c->rx.scratch == NULL) {
         utls_ooo_reset(c);
         c->rx.gen_ready = 1;
         c->stats.fallback = UTLS_FALLBACK_RESOURCES;
@@ -177,8 +218,8 @@ int utls_gen_setup(SSL *s, utls_conn *c)
         const OSSL_PROVIDER *prov = EVP_CIPHER_get0_provider(ciph);
         const char *pname = prov != NULL ? OSSL_PROVIDER_get0_name(prov) : NULL;
 
-        c->probe.quiet_failure = EVP_CIPHER_get_mode(ciph) == EVP_CIPH_GCM_MODE
-            && pname != NULL && strcmp(pname, "default") == 0;
+        c->probe.quiet_failure = c->rx.tls13 && mode == EVP_CIPH_GCM_MODE && pname != NULL
+            && strcmp(pname, "default") == 0;
     }
     c->rx.ooo_possible = 1;
     c->stats.fallback = UTLS_FALLBACK_NONE;

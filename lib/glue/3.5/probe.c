@@ -1,7 +1,9 @@
 /*
- * Trial decryption of a TLS 1.3 record found out of order, on the 3.5 base.
+ * Trial decryption of a record found out of order, on the 3.5 base.
  *
- * The check is the one 3.5's record layer makes (ssl/record/methods/
+ * TLS 1.1/1.2 records are checked by the read record layer's own functions
+ * on a copy of the record (probe12). For TLS 1.3 the check is the one 3.5's
+ * record layer makes (ssl/record/methods/
  * tls13_meth.c, tls13_cipher() and tls13_post_process_record()), with the
  * same EVP calls in the same order and the same values (RFC 8446 5.2-5.3:
  * nonce = static IV XOR the padded sequence number, additional data = the
@@ -160,6 +162,91 @@ static size_t probe13(const utls_conn *c, EVP_CIPHER_CTX *ctx, const unsigned ch
     return ok ? ctlen + 1 : 0;
 }
 
+/*
+ * probe12 checks TLS 1.1/1.2 record |wire| (|wire_len| bytes, header
+ * included) as number |seq| with the read record layer's own functions, in
+ * the order tls_get_more_records() calls them (encrypt-then-MAC check,
+ * decryption, MAC-then-encrypt check, the plaintext bound), on a copy of the
+ * record in c->rx.scratch. For the duration of the call the record layer's
+ * cipher context is the private copy and its sequence number the
+ * candidate's; both are put back, and so is its alert: a check that fails
+ * on the data returns 0 without RLAYERfatal() (tls1_cipher(), tls1_mac());
+ * one that set an alert (an internal error) returns -1. Every cipher sets
+ * its nonce or IV per record, so one copy of the context serves every probe.
+ */
+static int probe12(utls_conn *c, OSSL_RECORD_LAYER *rl, const unsigned char *wire,
+                   size_t wire_len, uint64_t seq, const unsigned char **out_pt, size_t *out_len,
+                   int *out_type)
+{
+    TLS_RL_RECORD rec;
+    SSL_MAC_BUF macbuf;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned char saved_seq[SEQ_NUM_SIZE];
+    EVP_CIPHER_CTX *saved_ctx = rl->enc_ctx;
+    int saved_alert = rl->alert, ok = 0, imac;
+    size_t mac_size = 0;
+
+    memset(&rec, 0, sizeof(rec));
+    memset(&macbuf, 0, sizeof(macbuf));
+    rec.type = wire[0];
+    rec.rec_version = ((unsigned int)wire[1] << 8) | wire[2];
+    rec.length = rec.orig_len = wire_len - SSL3_RT_HEADER_LENGTH;
+    memcpy(c->rx.scratch, wire, wire_len);
+    rec.input = rec.data = c->rx.scratch + SSL3_RT_HEADER_LENGTH;
+    memcpy(saved_seq, rl->sequence, SEQ_NUM_SIZE);
+    utls_store_be64(rl->sequence, seq);
+    rl->enc_ctx = c->probe.ctx;
+    ERR_set_mark();
+    if (rl->md_ctx != NULL && EVP_MD_CTX_get0_md(rl->md_ctx) != NULL) {
+        imac = EVP_MD_get_size(EVP_MD_CTX_get0_md(rl->md_ctx));
+        if (imac <= 0 || imac > EVP_MAX_MD_SIZE)
+            goto done;
+        mac_size = (size_t)imac;
+    }
+    if (rl->use_etm && rl->md_ctx != NULL) {
+        const unsigned char *mac;
+
+        if (rec.length < mac_size)
+            goto done;
+        rec.length -= mac_size;
+        mac = rec.data + rec.length;
+        if (rl->funcs->mac(rl, &rec, md, 0) == 0 || CRYPTO_memcmp(md, mac, mac_size) != 0)
+            goto done;
+        mac_size = 0;
+        utls_store_be64(rl->sequence, seq); /* the MAC counted the record */
+    }
+    if (rl->funcs->cipher(rl, &rec, 1, 0, mac_size > 0 ? &macbuf : NULL, mac_size) == 0)
+        goto done;
+    if (mac_size > 0) {
+        /* MAC-then-encrypt: the padding and MAC were removed in constant
+         * time; the MAC is checked over the candidate sequence number. */
+        utls_store_be64(rl->sequence, seq);
+        if (macbuf.mac == NULL || rl->funcs->mac(rl, &rec, md, 0) == 0
+            || CRYPTO_memcmp(md, macbuf.mac, mac_size) != 0
+            || rec.length > SSL3_RT_MAX_COMPRESSED_LENGTH + mac_size)
+            goto done;
+    }
+    if (rec.length > SSL3_RT_MAX_PLAIN_LENGTH)
+        goto done;
+    *out_pt = rec.data;
+    *out_len = rec.length;
+    *out_type = (int)rec.type;
+    ok = 1;
+
+done:
+    if (macbuf.alloced)
+        OPENSSL_free(macbuf.mac);
+    OPENSSL_cleanse(md, sizeof(md));
+    ERR_pop_to_mark();
+    memcpy(rl->sequence, saved_seq, SEQ_NUM_SIZE);
+    rl->enc_ctx = saved_ctx;
+    if (rl->alert != saved_alert) {
+        rl->alert = saved_alert; /* an internal error inside the probe: never expected */
+        return -1;
+    }
+    return ok;
+}
+
 int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, size_t wire_len,
                uint64_t seq, const unsigned char **out_pt, size_t *out_len, int *out_type)
 {
@@ -169,10 +256,14 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
     size_t got;
     int ok = 0, mark = !c->probe.quiet_failure;
 
-    if (sc == NULL || rl == NULL || rl->iv == NULL || c->probe.tls13_taglen == 0
-        || wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN
-        || wire[0] != SSL3_RT_APPLICATION_DATA
+    if (sc == NULL || rl == NULL || wire_len < SSL3_RT_HEADER_LENGTH
+        || wire_len > UTLS_SCRATCH_LEN || wire[0] != SSL3_RT_APPLICATION_DATA
         || (next_key ? !c->rx.next.valid : !c->probe.ctx_valid))
+        return 0;
+    if (rl->version != TLS1_3_VERSION)
+        return next_key ? 0 : probe12(c, (OSSL_RECORD_LAYER *)rl, wire, wire_len, seq, out_pt,
+                                      out_len, out_type);
+    if (rl->iv == NULL || c->probe.tls13_taglen == 0)
         return 0;
     out = c->rx.scratch + SSL3_RT_HEADER_LENGTH;
     if (mark)

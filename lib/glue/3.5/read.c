@@ -109,6 +109,8 @@ static void note_inorder_anchor(utls_conn *c, uint64_t seq)
     a.offset = c->inorder.cur_offset;
     a.seq = PRED_SEQ(seq);
     a.wire_len = c->inorder.cur_wire_len;
+    a.has_nonce = c->rx.explicit_nonce && c->inorder.cur_has_nonce;
+    a.explicit_nonce = c->inorder.cur_nonce;
     /* Only until the stores are next synced (as on 3.0, lib/glue/inorder.c):
      * the last two in-order records. */
     c->rx.idle_anchor[0] = c->rx.idle_anchor[1];
@@ -146,13 +148,24 @@ static void note_record_pos(SSL_CONNECTION *sc, utls_conn *c, const OSSL_RECORD_
             && read_off >= (uint64_t)left + wire_len) {
             c->inorder.next_offset = read_off - left - wire_len;
             c->inorder.offset_known = 1;
+        } else if (!c->inorder.offset_known) {
+            /* A BIO that reports no offsets (no fragments either): counted
+             * from here, as on 3.0. */
+            c->inorder.next_offset = 0;
+            c->inorder.offset_known = 1;
         }
-        if (!c->inorder.offset_known)
-            return;
     }
     c->inorder.cur_offset = c->inorder.next_offset;
     c->inorder.cur_wire_len = wire_len;
     c->inorder.cur_has_nonce = 0;
+    /* TLS 1.2 AEAD: the explicit nonce, for the predictor (the record's
+     * first 8 body bytes, which decryption in place leaves in the packet). */
+    if ((!c->rx.gen_ready || c->rx.explicit_nonce) && rl->version != TLS1_3_VERSION
+        && rl->num_recs == 1 && rl->packet != NULL
+        && wire_len >= SSL3_RT_HEADER_LENGTH + 8) {
+        c->inorder.cur_has_nonce = 1;
+        c->inorder.cur_nonce = utls_load_be64(rl->packet + SSL3_RT_HEADER_LENGTH);
+    }
     c->inorder.next_offset += wire_len;
 }
 
@@ -193,6 +206,25 @@ static void skip_delivered(utls_conn *c, TLS_RECORD *rr)
     c->stats.records_skipped++;
 }
 
+/* cbc_explicit_iv_len: the bytes of a TLS 1.1+ CBC record's explicit IV,
+ * which tls1_cipher() takes off the record's orig_len when it decrypts
+ * (3.5's orig_len is the wire length of the body otherwise); 0 for every
+ * other cipher. */
+static size_t cbc_explicit_iv_len(const OSSL_RECORD_LAYER *rl)
+{
+    const EVP_CIPHER *ciph;
+    int mode, bs;
+
+    if (rl->version == TLS1_3_VERSION || rl->enc_ctx == NULL || !RLAYER_USE_EXPLICIT_IV(rl)
+        || (ciph = EVP_CIPHER_CTX_get0_cipher(rl->enc_ctx)) == NULL)
+        return 0;
+    mode = EVP_CIPHER_get_mode(ciph);
+    bs = EVP_CIPHER_get_block_size(ciph);
+    if (mode == EVP_CIPH_GCM_MODE || mode == EVP_CIPH_CCM_MODE || bs <= 1)
+        return 0;
+    return (size_t)bs;
+}
+
 void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
 {
     SSL *s = SSL_CONNECTION_GET_SSL(sc);
@@ -208,7 +240,7 @@ void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         size_t hdr = rr->version == SSL2_VERSION ? UTLS_SSL2_HEADER_LENGTH
                                                  : SSL3_RT_HEADER_LENGTH;
 
-        note_record_pos(sc, c, rl, hdr + rec->orig_len);
+        note_record_pos(sc, c, rl, hdr + rec->orig_len + cbc_explicit_iv_len(rl));
         pos_known = c->inorder.offset_known;
         seq = record_seq(rl);
     }
