@@ -314,7 +314,11 @@ static int inorder_goes_first(SSL *s, SSL_CONNECTION *sc, const utls_conn *c,
 {
     uint64_t end = 0;
 
-    if (r->gen != c->rx.gen || utls_inorder_seq(s) >= r->seq || sc->rbio == NULL)
+    /* Also when |r| is itself the next record in order (not only a record
+     * below it): on this base a record skipped in order (delivered ahead)
+     * brings ssl3_read_bytes() back to this hook before it reads on, where
+     * 3.0's record layer read on by itself. */
+    if (r->gen != c->rx.gen || utls_inorder_seq(s) > r->seq || sc->rbio == NULL)
         return 0;
     if (BIO_ctrl(sc->rbio, UTLS_BIO_CTRL_INORDER_END, 0, &end) != 1)
         return 0;
