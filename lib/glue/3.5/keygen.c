@@ -43,6 +43,44 @@ static int utls_bio_is_fragment_source(const SSL_CONNECTION *sc)
 }
 
 /*
+ * utls_auto_tap puts a tap in front of a plain socket BIO (SSL_set_fd), when
+ * the connection's ISN is known (a listener tap or UTLS_tap_connect saw its
+ * handshake), as lib/glue/keygen.c does on 3.0. The TLS stream is assumed to
+ * start at the first byte of the TCP stream. On 3.5 the read record layer
+ * reads through a BIO of its own (OSSL_RECORD_LAYER.bio), which is pointed
+ * at the tap too (set1_bio takes a reference; the socket BIO stays the tap's
+ * next, freed with the SSL's read BIO chain). Returns 1 if the read BIO is
+ * now a tap.
+ */
+static int utls_auto_tap(SSL_CONNECTION *sc, utls_conn *c, const OSSL_RECORD_LAYER *rl)
+{
+    BIO *tap;
+
+    if (sc->rbio == NULL || BIO_method_type(sc->rbio) != BIO_TYPE_SOCKET || rl->bio != sc->rbio)
+        return 0;
+    ERR_set_mark();
+    tap = utls_tap_wrap(sc->rbio, c->inorder.next_offset + TLS_BUFFER_get_left(&rl->rbuf)
+                                      + rl->packet_length);
+    if (tap == NULL) {
+        ERR_pop_to_mark(); /* in order, as before */
+        return 0;
+    }
+    ERR_clear_last_mark();
+    /* The tap may come in the middle of a read whose socket BIO just said
+     * "retry": the tap says it too (SSL_get_error(): SSL_ERROR_WANT_READ). */
+    BIO_copy_next_retry(tap);
+    sc->rbio = tap; /* the socket BIO is its next */
+    if (!sc->rlayer.rrlmethod->set1_bio(sc->rlayer.rrl, tap)) {
+        /* Not expected (tls_set1_bio only takes a reference): back to the
+         * socket, in order. */
+        sc->rbio = BIO_pop(tap);
+        BIO_free(tap);
+        return 0;
+    }
+    return 1;
+}
+
+/*
  * byte_stream_alpn: the negotiated ALPN protocol is one whose messages may
  * span records (IANA's TLS ALPN registry). Its records must stay in order.
  * The same list as the 3.0 glue's (lib/glue/keygen.c).
@@ -154,7 +192,7 @@ int utls_gen_setup(SSL *s, utls_conn *c)
             min_len = (size_t)blk * 2;
         }
     }
-    if (!utls_bio_is_fragment_source(sc)) {
+    if (!utls_bio_is_fragment_source(sc) && !utls_auto_tap(sc, c, rl)) {
         c->stats.fallback = UTLS_FALLBACK_NO_FRAGMENTS;
         return 0;
     }
