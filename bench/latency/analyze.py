@@ -202,10 +202,10 @@ def read_pcap(path):
             yield t, linktype, data
 
 
-def tcp_segments(pcap_path, port):
-    """Data segments toward |port|: (t_ns_realtime, seq, payload_len, flags),
-    and the ISN of the SYN toward |port| (the last one seen)."""
-    segs, isn = [], None
+def tcp_packets(pcap_path):
+    """Every TCP packet of a pcap file: (t_ns_realtime, sport, dport, seq,
+    payload_len, flags), the payload length from the IP header (so a capture
+    cut at a snap length still gives it)."""
     for t, lt, d in read_pcap(pcap_path):
         if lt == 1:          # Ethernet
             if len(d) < 14:
@@ -239,13 +239,18 @@ def tcp_segments(pcap_path, port):
             continue
         if len(d) < tcp + 20:
             continue
-        dport = struct.unpack("!H", d[tcp + 2:tcp + 4])[0]
+        sport, dport, seq = struct.unpack("!HHI", d[tcp:tcp + 8])
+        doff = (d[tcp + 12] >> 4) * 4
+        yield t, sport, dport, seq, ip_payload - doff, d[tcp + 13]
+
+
+def tcp_segments(pcap_path, port):
+    """Data segments toward |port|: (t_ns_realtime, seq, payload_len),
+    and the ISN of the SYN toward |port| (the last one seen)."""
+    segs, isn = [], None
+    for t, _, dport, seq, plen, flags in tcp_packets(pcap_path):
         if dport != port:
             continue
-        seq = struct.unpack("!I", d[tcp + 4:tcp + 8])[0]
-        doff = (d[tcp + 12] >> 4) * 4
-        flags = d[tcp + 13]
-        plen = ip_payload - doff
         if flags & 0x02 and not flags & 0x10:    # SYN
             isn = seq
             segs = []        # a new connection: forget older ones

@@ -9,20 +9,27 @@
  *
  *   utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W]
  *                     [--worker-conns K] [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS]
- *                     [--size S] [--ready FILE] [--out FILE] [--quiet]
+ *                     [--size S] [--ready FILE] [--out FILE] [--records FILE] [--quiet]
  *       Serves until SIGTERM or SIGINT, then each worker appends one JSON
  *       line to FILE: connections, records (in and out of order), integrity
  *       (bad, duplicate), stream-offset consistency, latency shares, the
  *       tap's counters, RSS, descriptors, CPU time, uid and capabilities.
+ *       --records (--mode utls): also one line per record delivered,
+ *       "PEER_PORT STREAM_OFFSET WIRE_LEN SENT_NS DELIVERED_NS OUT_OF_ORDER"
+ *       (CLOCK_MONOTONIC), for an oracle computed from a capture
+ *       (bench/scale/oracle.py).
  *       --drop-to: open the tap, then setuid to USER with no capabilities
  *       before accepting anything (the tap keeps working). --worker-conns:
  *       a worker stops accepting after K connections (as nginx's
  *       worker_connections), so that prefork workers share the load.
  *   utls-server load --connect ADDR:PORT --conns N --rate R --size S
- *                    --duration-ms D [--out FILE] [--quiet]
+ *                    --duration-ms D [--burst K] [--out FILE] [--quiet]
  *       Opens N TLS connections (at most 256 handshakes at a time), then
  *       sends R records per second of S bytes in all, dealt round robin over
- *       the connections, for D ms, and closes them. Each record carries its
+ *       the connections K at a time (default 1), for D ms, and closes them.
+ *       With K > 1 a connection gets K records in a row (still R per second
+ *       in all), so that a lost one has records behind it on its own
+ *       connection at any N. Each record carries its
  *       connection number, sequence number, send time and a checkable
  *       pattern.
  *
@@ -61,12 +68,12 @@
 #define MAX_HANDSHAKING 256 /* load: handshakes in flight */
 
 static struct {
-    const char *addr, *out, *ready, *drop_to, *mode, *require, *mark, *release;
+    const char *addr, *out, *ready, *drop_to, *mode, *require, *mark, *release, *records;
     long hold_ms;
-    long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms;
+    long workers, worker_conns, accept_delay_ms, rtt_ms, size, conns, rate, duration_ms, burst;
     int quiet;
 } opt = {.workers = 1, .rtt_ms = 100, .size = 1400, .conns = 1, .rate = 100,
-         .duration_ms = 1000, .mode = "tls"};
+         .duration_ms = 1000, .burst = 1, .mode = "tls"};
 
 static volatile sig_atomic_t stop;
 
@@ -81,8 +88,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: utls-server serve --listen ADDR:PORT [--mode tls|utls] [--workers W] [--worker-conns K]\n"
             "                   [--drop-to USER] [--accept-delay-ms MS] [--rtt-ms MS] [--size S]\n"
-            "                   [--ready FILE] [--out FILE] [--quiet]\n"
-            "       utls-server load --connect ADDR:PORT --conns N --rate R --size S\n"
+            "                   [--ready FILE] [--out FILE] [--records FILE] [--quiet]\n"
+            "       utls-server load --connect ADDR:PORT --conns N --rate R --size S [--burst K]\n"
             "                   --duration-ms D [--out FILE] [--quiet]\n");
     exit(2);
 }
@@ -119,12 +126,16 @@ typedef struct {
     size_t seen_cap;
     int64_t off_base;    /* stream offset minus seq x wire length */
     int off_base_set;
+    uint16_t peer_port;
 } conn;
 
 typedef struct {
     uint64_t lat_ns, at_ns;
     uint32_t id, seq;
     int ooo;
+    uint16_t port;       /* the client's port: the flow in a capture */
+    uint32_t wire_len;   /* 0: no record metadata (stock) */
+    uint64_t offset;     /* the record's stream offset */
 } sample;
 
 static struct {
@@ -153,7 +164,8 @@ static void *grow(void *arr, size_t *cap, size_t elem, size_t first)
     return p;
 }
 
-static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_t at)
+static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_t at,
+                       uint16_t port, uint64_t offset, size_t wire_len)
 {
     if (W.num_samples == W.samples_cap) {
         sample *s = grow(W.samples, &W.samples_cap, sizeof(*s), 4096);
@@ -166,6 +178,9 @@ static void sample_add(uint64_t lat, int ooo, uint32_t id, uint32_t seq, uint64_
     W.samples[W.num_samples].at_ns = at;
     W.samples[W.num_samples].id = id;
     W.samples[W.num_samples].seq = seq;
+    W.samples[W.num_samples].port = port;
+    W.samples[W.num_samples].offset = offset;
+    W.samples[W.num_samples].wire_len = (uint32_t)wire_len;
     W.samples[W.num_samples++].ooo = ooo;
 }
 
@@ -263,7 +278,8 @@ static void record_check(conn *c, const unsigned char *p, size_t n, int ooo, int
             W.offset_errors++;
         }
     }
-    sample_add(now > sent ? now - sent : 0, ooo, id, seq, now);
+    sample_add(now > sent ? now - sent : 0, ooo, id, seq, now, c->peer_port,
+               has_info ? offset : 0, has_info ? wire_len : 0);
 }
 
 static void conn_service(int ep, int fd)
@@ -358,6 +374,15 @@ static void conn_accept(int ep, int lfd)
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         c = &W.c[fd];
         memset(c, 0, sizeof(*c));
+        {
+            struct sockaddr_storage peer;
+            socklen_t pl = sizeof(peer);
+
+            if (getpeername(fd, (struct sockaddr *)&peer, &pl) == 0)
+                c->peer_port = ntohs(peer.ss_family == AF_INET6
+                                         ? ((struct sockaddr_in6 *)&peer)->sin6_port
+                                         : ((struct sockaddr_in *)&peer)->sin_port);
+        }
         if ((c->ssl = SSL_new(server_ctx)) == NULL)
             die("SSL_new");
 #ifndef UTLS_SERVER_STOCK
@@ -588,6 +613,25 @@ static int worker(int lfd, int index)
     if (out != stdout)
         fclose(out);
     free(lats);
+    if (opt.records != NULL) {
+        FILE *rf = fopen(opt.records, "a");
+
+        if (rf == NULL)
+            die("cannot open %s", opt.records);
+        /* CLOCK_REALTIME - CLOCK_MONOTONIC: a capture's timestamps are the
+         * former, these times the latter. */
+        fprintf(rf, "# real_minus_mono_ns %lld\n", (long long)real_minus_mono_ns());
+        for (i = 0; i < W.num_samples; i++) {
+            const sample *x = &W.samples[i];
+
+            if (x->wire_len > 0)
+                fprintf(rf, "%u %llu %u %llu %llu %d\n", (unsigned)x->port,
+                        (unsigned long long)x->offset, (unsigned)x->wire_len,
+                        (unsigned long long)(x->at_ns - x->lat_ns),
+                        (unsigned long long)x->at_ns, x->ooo != 0);
+        }
+        fclose(rf);
+    }
     return 0;
 }
 
@@ -679,7 +723,8 @@ static int load(void)
     lconn *L;
     SSL_CTX *ctx;
     int ep;
-    long started = 0, ready = 0, failed = 0, i;
+    long started = 0, ready = 0, failed = 0, i, in_burst = 0;
+    lconn *cur = NULL;
     uint64_t t0, deadline, sent = 0, write_fail = 0, next, interval, send_t0, send_t1;
     unsigned long long cpu0, cpu1;
     unsigned char *msg;
@@ -697,6 +742,8 @@ static int load(void)
     msg = malloc((size_t)opt.size);
     if (L == NULL || msg == NULL || opt.size < HDR_LEN || opt.size > MAX_PLAIN)
         die("bad --conns or --size");
+    if (opt.burst < 1 || opt.burst > 1000)
+        die("--burst wants 1 to 1000 records in a row");
     if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
         die("epoll_create1");
     t0 = now_ns();
@@ -751,7 +798,8 @@ static int load(void)
     }
     note("load: %ld connections ready, %ld failed, in %.1f s", ready, failed,
          (now_ns() - t0) / 1e9);
-    /* The load: records dealt round robin over the ready connections. */
+    /* The load: records dealt round robin over the ready connections,
+     * opt.burst in a row to each. */
     interval = 1000000000ull / (uint64_t)(opt.rate > 0 ? opt.rate : 1);
     cpu0 = host_cpu_ticks();
     send_t0 = now_ns();
@@ -766,12 +814,19 @@ static int load(void)
 
         sleep_until(next);
         next += interval;
-        do {
-            c = &L[i];
-            i = (i + 1) % opt.conns;
-        } while (c->state != 2 && ++tries < opt.conns);
-        if (c->state != 2)
-            break;
+        if (in_burst > 0 && cur != NULL && cur->state == 2) {
+            c = cur;
+        } else {
+            do {
+                c = &L[i];
+                i = (i + 1) % opt.conns;
+            } while (c->state != 2 && ++tries < opt.conns);
+            if (c->state != 2)
+                break;
+            cur = c;
+            in_burst = opt.burst;
+        }
+        in_burst--;
         put32(msg, (uint32_t)(c - L));
         put32(msg + 4, c->seq);
         for (j = HDR_LEN; j < (size_t)opt.size; j++)
@@ -818,10 +873,10 @@ static int load(void)
         die("cannot open %s", opt.out);
     fprintf(out,
             "{\"event\":\"load\",\"conns\":%ld,\"ready\":%ld,\"failed\":%ld,\"sent\":%llu,"
-            "\"write_fail\":%llu,\"rate\":%ld,\"size\":%ld,\"duration_ms\":%ld,"
+            "\"write_fail\":%llu,\"rate\":%ld,\"burst\":%ld,\"size\":%ld,\"duration_ms\":%ld,"
             "\"host_cpu_ms\":%.1f,\"window_s\":%.3f,\"handshake_s\":%.2f}\n",
             opt.conns, ready, failed, (unsigned long long)sent, (unsigned long long)write_fail,
-            opt.rate, opt.size, opt.duration_ms,
+            opt.rate, opt.burst, opt.size, opt.duration_ms,
             (double)(cpu1 - cpu0) * 1000.0 / (double)sysconf(_SC_CLK_TCK),
             (send_t1 - send_t0) / 1e9, (send_t0 - t0) / 1e9);
     if (out != stdout)
@@ -844,12 +899,14 @@ int main(int argc, char **argv)
         {"--size", EXAMPLE_OPT_LONG, &opt.size},
         {"--conns", EXAMPLE_OPT_LONG, &opt.conns},
         {"--rate", EXAMPLE_OPT_LONG, &opt.rate},
+        {"--burst", EXAMPLE_OPT_LONG, &opt.burst},
         {"--duration-ms", EXAMPLE_OPT_LONG, &opt.duration_ms},
         {"--hold-ms", EXAMPLE_OPT_LONG, &opt.hold_ms},
         {"--mark", EXAMPLE_OPT_STR, &opt.mark},
         {"--release", EXAMPLE_OPT_STR, &opt.release},
         {"--ready", EXAMPLE_OPT_STR, &opt.ready},
         {"--out", EXAMPLE_OPT_STR, &opt.out},
+        {"--records", EXAMPLE_OPT_STR, &opt.records},
         {"--require", EXAMPLE_OPT_STR, &opt.require},
         {"--quiet", EXAMPLE_OPT_FLAG, &opt.quiet},
     };

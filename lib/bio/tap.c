@@ -314,7 +314,8 @@ static void tap_drain(tap_ctx *t)
 static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
 {
     tap_key key;
-    uint32_t isn;
+    uint32_t isn, local_isn;
+    int local_connected;
 
     if (!key_of_socket(fd, &key)) {
         utls_raise(UTLS_R_TAP_SYSCALL, "fd %d is not a connected TCP/IP socket", fd);
@@ -322,13 +323,16 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     }
     if (!utls_tap_hub_open() || (t->cap = utls_segstore_new()) == NULL)
         return 0;
-    if ((t->att = utls_tap_hub_attach(&key, t, fd, &t->gen, &isn)) == NULL)
+    if ((t->att = utls_tap_hub_attach(&key, t, fd, &t->gen, &isn, &local_isn, &local_connected))
+        == NULL)
         return 0;
     t->sock = fd;
     t->stream_seq0 = isn + 1;
     t->sock_read_off = read_off;
     t->confirmed = read_off;
     t->query = utls_tap_socket_query(&t->sock);
+    /* The hub saw our kernel's own SYN or SYN-ACK: the ACK check is exact. */
+    utls_tap_validator_set_send_base(&t->val, local_isn, local_connected);
     utls_segstore_skip_inorder(t->cap, read_off);
     return 1;
 }

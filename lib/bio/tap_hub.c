@@ -78,6 +78,7 @@ struct tap_flow_st {
     uint32_t hash;
     int state;
     uint32_t local_isn, peer_isn;
+    int local_connected;   /* our kernel sent the SYN (else the SYN-ACK) */
     tap_ctx *conn;         /* the tap BIO that took the flow, or NULL */
     int fd;                /* its socket */
     tap_flow *next;        /* bucket chain */
@@ -361,10 +362,13 @@ static void ctl_process(const tap_segment *s, int outgoing, unsigned int status)
         if ((s->flags & TCP_FLAG_ACK) != 0) {
             /* Our SYN-ACK acknowledges the SYN our kernel accepted. */
             f->peer_isn = s->ack - 1;
+            f->local_isn = s->seq;
+            f->local_connected = 0;
             f->state = FLOW_KNOWN;
             hub.st.isn_from_kernel++;
         } else {
             f->local_isn = s->seq;
+            f->local_connected = 1;
             f->state = FLOW_SYN_SENT;
         }
         return;
@@ -691,7 +695,7 @@ int utls_tap_hub_wait_isn(const tap_key *k, int timeout_ms)
 }
 
 void *utls_tap_hub_attach(const tap_key *k, tap_ctx *t, int fd, uint64_t *out_gen,
-                          uint32_t *out_isn)
+                          uint32_t *out_isn, uint32_t *out_local_isn, int *out_local_connected)
 {
     tap_flow *f = NULL;
 
@@ -726,6 +730,8 @@ void *utls_tap_hub_attach(const tap_key *k, tap_ctx *t, int fd, uint64_t *out_ge
     f->fd = fd;
     hub.num_attached++;
     *out_isn = f->peer_isn;
+    *out_local_isn = f->local_isn;
+    *out_local_connected = f->local_connected;
     *out_gen = hub.gen;
 
 end:

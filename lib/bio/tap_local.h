@@ -183,11 +183,12 @@ int utls_tap_hub_handshake(uint16_t port, int add);
  * known or |timeout_ms| passed; returns 1 if known. */
 int utls_tap_hub_wait_isn(const tap_key *k, int timeout_ms);
 /* utls_tap_hub_attach gives the flow |k| (the connected socket |fd|) to
- * |t|, stores the peer's ISN in |*out_isn| and the hub's generation (which a
- * child of fork() changes) in |*out_gen|; returns the attachment, or NULL
- * with an error raised. */
+ * |t|, stores the peer's ISN in |*out_isn|, our own in |*out_local_isn|
+ * (with |*out_local_connected| 1 if our kernel sent the SYN, 0 if it
+ * answered one) and the hub's generation (which a child of fork() changes)
+ * in |*out_gen|; returns the attachment, or NULL with an error raised. */
 void *utls_tap_hub_attach(const tap_key *k, tap_ctx *t, int fd, uint64_t *out_gen,
-                          uint32_t *out_isn);
+                          uint32_t *out_isn, uint32_t *out_local_isn, int *out_local_connected);
 /* utls_tap_hub_detach removes the flow |att| from the table (nothing if the
  * hub's generation is no longer |gen|). */
 void utls_tap_hub_detach(void *att, uint64_t gen);

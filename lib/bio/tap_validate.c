@@ -4,12 +4,14 @@
  * (see tap_validate.h for why). A segment that fails is not stored: it
  * cannot hide a hole or take the place of the genuine copy.
  */
+#include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <linux/if_packet.h>
 #include <linux/sockios.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked (glibc's lacks it) */
 #include <netinet/in.h>
 
 #include "bio/tap_validate.h"
@@ -227,18 +229,43 @@ utls_tap_verdict utls_tap_validate_hdr(utls_tap_validator *v, const utls_tap_hdr
      * sequence is at most the highest ACK seen plus what the kernel still
      * holds to send (SIOCOUTQ), read only when an ACK goes past that.
      */
+    if (v->snd_exact) {
+        /* Exact: past SND.NXT is past what the kernel sent. */
+        if ((!v->snd_known || (int32_t)(ack - v->snd_nxt) > 0) && v->snd_stale && q != NULL
+            && q->snd_nxt_off != NULL) {
+            uint64_t off;
+
+            v->snd_stale = 0;
+            if (q->snd_nxt_off(q->sock_ptr, &off)) {
+                v->snd_nxt = v->snd_base + (uint32_t)off;
+                v->snd_known = 1;
+            }
+        }
+        if (v->snd_known && (int32_t)(ack - v->snd_nxt) > 0) {
+            verdict = UTLS_TAP_SEG_BAD_ACK;
+            goto done;
+        }
+    }
     if (v->ack_known) {
         int32_t d = (int32_t)(ack - v->ack_max);
 
-        if (d > 0 && (uint32_t)d > v->outq + UTLS_TAP_ACK_SLACK && v->outq_stale && q != NULL) {
+        if (v->snd_known) {
+            /* Bounded from above exactly, above; only the lower bound here. */
+            if (d < 0 && (uint32_t)(-(int64_t)d) > UTLS_TAP_ACK_MAX_BEHIND) {
+                verdict = UTLS_TAP_SEG_BAD_ACK;
+                goto done;
+            }
+        } else if (d > 0 && (uint32_t)d > v->outq + UTLS_TAP_ACK_SLACK && v->outq_stale
+                   && q != NULL) {
             long n = q->outq(q->sock_ptr);
 
             v->outq_stale = 0;
             if (n >= 0)
                 v->outq = (uint32_t)n;
         }
-        if ((d > 0 && (uint32_t)d > v->outq + UTLS_TAP_ACK_SLACK)
-            || (d < 0 && (uint32_t)(-(int64_t)d) > UTLS_TAP_ACK_MAX_BEHIND)) {
+        if (!v->snd_known
+            && ((d > 0 && (uint32_t)d > v->outq + UTLS_TAP_ACK_SLACK)
+                || (d < 0 && (uint32_t)(-(int64_t)d) > UTLS_TAP_ACK_MAX_BEHIND))) {
             verdict = UTLS_TAP_SEG_BAD_ACK;
             goto done;
         }
@@ -301,15 +328,53 @@ static long query_rcvbuf(void *sock_ptr)
     return getsockopt(*(const int *)sock_ptr, SOL_SOCKET, SO_RCVBUF, &n, &nl) == 0 ? (long)n : -1;
 }
 
+int utls_tap_kernel_snd_nxt_off(int sock, uint64_t *out)
+{
+    struct tcp_info ti;
+    socklen_t tl = sizeof(ti);
+    int outq, unsent;
+
+    /*
+     * The send queue first, the acknowledged count last: SND.UNA only grows
+     * between the calls, so the sum can only come out at or above SND.NXT
+     * (by what was acknowledged meanwhile), never below it: a genuine
+     * segment's ACK is never refused for the race.
+     */
+    if (ioctl(sock, SIOCOUTQNSD, &unsent) != 0 || ioctl(sock, SIOCOUTQ, &outq) != 0
+        || unsent < 0 || outq < unsent)
+        return 0;
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0
+        || tl < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
+        return 0;
+    *out = ti.tcpi_bytes_acked + (uint64_t)(outq - unsent);
+    return 1;
+}
+
+static int query_snd_nxt_off(void *sock_ptr, uint64_t *out)
+{
+    return utls_tap_kernel_snd_nxt_off(*(const int *)sock_ptr, out);
+}
+
 utls_tap_kernel_query utls_tap_socket_query(int *sock)
 {
-    utls_tap_kernel_query q = {query_outq, query_rcvbuf, sock};
+    utls_tap_kernel_query q = {query_outq, query_rcvbuf, query_snd_nxt_off, sock};
 
     return q;
+}
+
+void utls_tap_validator_set_send_base(utls_tap_validator *v, uint32_t local_isn,
+                                      int local_connected)
+{
+    v->snd_base = local_connected ? local_isn : local_isn + 1;
+    v->snd_exact = 1;
+    v->snd_known = 0;
+    v->snd_stale = 1;
 }
 
 void utls_tap_validator_drain(utls_tap_validator *v)
 {
     v->outq_stale = 1;
     v->rcvbuf_stale = 1;
+    v->snd_stale = 1;
 }

@@ -24,12 +24,15 @@
 /*
  * UTLS_TAP_ACK_SLACK: how far past the highest ACK the tap accepted (plus
  * the bytes the local kernel still has to send, SIOCOUTQ) a captured
- * segment's ACK may lie. The kernel drops a segment that acknowledges data
- * it never sent (RFC 9293 3.10.7.4); the tap does not know the local send
- * sequence exactly (it learns it from the peer's ACKs), so it allows this
- * much for ACK progress it did not see (pure ACKs lost from the ring). Attack
- * bounded: forged segments with an ACK far ahead (the kernel drops them) that
- * would otherwise enter the out-of-order store ahead of the genuine copy.
+ * segment's ACK may lie when the tap does not know the local send sequence
+ * exactly (utls_tap_validator_set_send_base not called: the connection's
+ * own handshake was not seen). The kernel drops a segment that acknowledges
+ * data it never sent (RFC 9293 3.10.7.4); without the send sequence the tap
+ * learns it from the peer's ACKs, so it allows this much for ACK progress it
+ * did not see (pure ACKs lost from the ring). Attack bounded: forged
+ * segments with an ACK far ahead (the kernel drops them) that would
+ * otherwise enter the out-of-order store ahead of the genuine copy. With the
+ * send sequence known there is no slack: see utls_tap_validator.snd_base.
  */
 #define UTLS_TAP_ACK_SLACK ((uint32_t)1 << 20)
 
@@ -71,13 +74,25 @@ typedef struct {
     uint32_t ack_max;
     int ack_known;
     uint32_t outq;
+    /*
+     * The local send sequence, exactly, when the tap saw the connection's
+     * handshake (its local ISN): SND.UNA is |snd_base| plus the bytes the
+     * peer acknowledged (TCP_INFO's tcpi_bytes_acked) and SND.NXT is that
+     * plus the bytes sent and not acknowledged (SIOCOUTQ - SIOCOUTQNSD).
+     * The kernel drops an ACK past SND.NXT; so does the tap then, with no
+     * slack: a forged copy that acknowledges one byte the kernel has not
+     * sent is rejected (net.inject_copies). |snd_nxt| is the bound when last
+     * read; it is read again (once per drain) when an ACK goes past it.
+     */
+    uint32_t snd_base, snd_nxt;
+    int snd_exact, snd_known;
     /* The receive window bound: the socket's receive buffer (SO_RCVBUF);
      * TCP never advertises more than the buffer can hold. Autotuning only
      * grows it, so it is read again (at most once per drain) when a segment
      * lies past it. */
     uint64_t rcv_window;
     /* Set by utls_tap_validator_drain: the kernel may be asked again. */
-    int outq_stale, rcvbuf_stale;
+    int outq_stale, rcvbuf_stale, snd_stale;
     /* Verdicts so far, indexed by utls_tap_verdict. */
     uint64_t counts[UTLS_TAP_SEG_PAWS + 1];
     /* Segments whose checksum the tap could not check (CHECKSUM_PARTIAL:
@@ -99,8 +114,21 @@ int utls_tap_tcp_checksum_ok_pkt(const unsigned char *pkt, size_t len);
 typedef struct {
     long (*outq)(void *sock_ptr);
     long (*rcvbuf)(void *sock_ptr);
+    /* SND.NXT minus the send base (see utls_tap_validator.snd_base) in
+     * |*out|; returns 0 if the kernel does not say. */
+    int (*snd_nxt_off)(void *sock_ptr, uint64_t *out);
     void *sock_ptr;
 } utls_tap_kernel_query;
+
+/*
+ * utls_tap_validator_set_send_base gives |v| the local send sequence's base:
+ * |local_isn| + 1 when the local kernel answered the peer's SYN (Linux does
+ * not count the SYN in tcpi_bytes_acked there), |local_isn| when it sent the
+ * SYN (the SYN-ACK's acknowledgement of the SYN is counted). From then on
+ * the ACK check is exact (utls_tap_validator.snd_base).
+ */
+void utls_tap_validator_set_send_base(utls_tap_validator *v, uint32_t local_isn,
+                                      int local_connected);
 
 /* utls_tap_validator_drain starts a drain of the ring: the kernel may be
  * asked again, once each, when a segment needs it. Bounds the syscalls a
@@ -142,6 +170,11 @@ utls_tap_verdict utls_tap_validate_hdr(utls_tap_validator *v, const utls_tap_hdr
  * byte the socket |sock| returns) plus what it holds unread (SIOCINQ). One
  * ioctl; |read_off| if the kernel does not say. */
 uint64_t utls_tap_kernel_inorder(int sock, uint64_t read_off);
+
+/* utls_tap_kernel_snd_nxt_off: SND.NXT of the TCP socket |sock| minus the
+ * send base (utls_tap_validator_set_send_base) in |*out|: tcpi_bytes_acked
+ * plus SIOCOUTQ minus SIOCOUTQNSD. Returns 0 if the kernel does not say. */
+int utls_tap_kernel_snd_nxt_off(int sock, uint64_t *out);
 
 /* utls_tap_socket_query: the utls_tap_kernel_query of the TCP socket
  * *|sock| (which must outlive its use). */

@@ -19,18 +19,20 @@ tell them apart.
       with an ACK for data never sent (ACK + 2^30); a valid checksum with a
       timestamp older than the last one accepted (TSval - 2^20, PAWS).
 
-  inject_attacks.py copies --dst IP --dport PORT --out FILE
+  inject_attacks.py copies [--ack-delta N] --dst IP --dport PORT --out FILE
       A forged copy of EVERY data segment the sender sends, sent the moment
       the genuine one enters the router, so it reaches the receiver ~50 ms
       first: same sequence number and length, the genuine record header kept
       (17 03 03 len) and the rest random, a valid checksum and the genuine
-      timestamp, but an ACK 64 KiB past the genuine one. The kernel drops it
-      (an ACK of data it never sent: the receiver sends less than that after
-      its handshake); the tap cannot tell (its ACK check allows a slack for
-      ACKs it did not see), so the forged copy is the first in the store
-      everywhere and the genuine one the later copy. The first 20 data
-      segments (the handshake, where the receiver has data in flight and the
-      kernel could take such an ACK) are left alone.
+      timestamp, but an ACK N bytes past the genuine one (default 1: once
+      the receiver has nothing in flight, the genuine ACK is its SND.NXT,
+      so this is one byte of data it never sent). The kernel drops it (RFC
+      9293 3.10.7.4). A tap that bounds the ACK with any slack takes it: the
+      forged copy is then the first in the store everywhere, every record
+      spends its probes failing on it, and out-of-order delivery stops (0-3
+      of 800 records, measured before the ACK check became exact). The
+      first 20 data segments (the handshake, where the receiver has data in
+      flight and the kernel could take such an ACK) are left alone.
 
   inject_attacks.py storm --kind headers|spray --dst IP --dport PORT
                     --ahead BYTES --range BYTES --duration S --out FILE
@@ -137,7 +139,7 @@ def cmd_copies(a):
         body = rng.randbytes(len(pl))
         if len(pl) >= 5 and pl[:3] == b"\x17\x03\x03":
             body = pl[:5] + body[5:]  # the genuine header, a forged body
-        lv.send(p["seq"], body, ack=(p["ack"] + 65536) & 0xFFFFFFFF, ts=p["ts"])
+        lv.send(p["seq"], body, ack=(p["ack"] + a.ack_delta) & 0xFFFFFFFF, ts=p["ts"])
         st["packets"] += 1
         st["bytes"] += len(pl)
 
@@ -299,6 +301,8 @@ def main():
     h = sub.add_parser("holes")
     h.add_argument("--variant", choices=("badcsum", "badack", "paws"), required=True)
     cp = sub.add_parser("copies")
+    cp.add_argument("--ack-delta", type=int, default=1,
+                    help="bytes past the genuine ACK (the kernel drops any > 0 here)")
     s = sub.add_parser("storm")
     s.add_argument("--kind", choices=("headers", "spray"), required=True)
     s.add_argument("--ahead", type=int, default=1 << 20)

@@ -12,8 +12,13 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "bio/tap_validate.h"
 
@@ -218,6 +223,139 @@ static void test_tap_validate_ack(void **state)
     assert_int_equal(v.counts[UTLS_TAP_SEG_BAD_ACK], 3);
 }
 
+/* A kernel that says SND.NXT is the send base plus |fake_off|. */
+static uint64_t fake_off;
+static int fake_calls;
+
+static int fake_snd_nxt_off(void *sock_ptr, uint64_t *out)
+{
+    (void)sock_ptr;
+    fake_calls++;
+    *out = fake_off;
+    return 1;
+}
+
+static utls_tap_verdict check_q(utls_tap_validator *v, const seg_spec *sp, uint64_t offset,
+                                uint64_t confirmed)
+{
+    utls_tap_kernel_query q = {NULL, NULL, fake_snd_nxt_off, NULL};
+    tap_segment seg;
+    size_t len = build(sp, &seg);
+
+    return utls_tap_validate(v, pkt, len, 0, &seg, offset, confirmed, &q);
+}
+
+/* With the local ISN known the ACK bound is SND.NXT itself: not one byte of
+ * slack, as in the kernel (an ACK of unsent data is dropped). */
+static void test_tap_validate_ack_exact(void **state)
+{
+    utls_tap_validator v;
+    seg_spec sp = {0, 1000, 5000, 0x10, 0, 0, 100, 0};
+
+    (void)state;
+    memset(&v, 0, sizeof(v));
+    v.rcv_window = 1 << 20;
+    /* We answered the SYN: ISN 4999, SND.UNA = 5000 + bytes acked. */
+    utls_tap_validator_set_send_base(&v, 4999, 0);
+    fake_off = 0;
+    fake_calls = 0;
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_OK);
+    sp.ack = 5001; /* one byte the kernel never sent */
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_BAD_ACK);
+    sp.ack = 5000 + 70000; /* what the slack used to let through */
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_BAD_ACK);
+    /* The kernel was asked once this drain, however many forgeries. */
+    assert_int_equal(fake_calls, 1);
+    /* We sent 100 bytes: after the next drain, ACKs up to 5100 pass. */
+    fake_off = 100;
+    utls_tap_validator_drain(&v);
+    sp.ack = 5100;
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_OK);
+    sp.ack = 5101;
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_BAD_ACK);
+    assert_int_equal(fake_calls, 2);
+    /* In order, the segment teaches the ACK; far too old is still refused. */
+    sp.ack = 5100;
+    assert_int_equal(check_q(&v, &sp, 0, 200), UTLS_TAP_SEG_OK);
+    sp.ack = 5100 - (1u << 30) - 1;
+    assert_int_equal(check_q(&v, &sp, 200, 200), UTLS_TAP_SEG_BAD_ACK);
+    assert_int_equal(v.counts[UTLS_TAP_SEG_BAD_ACK], 4);
+
+    /* We sent the SYN (its acknowledgement counts in tcpi_bytes_acked), and
+     * the sequence wraps. */
+    memset(&v, 0, sizeof(v));
+    v.rcv_window = 1 << 20;
+    utls_tap_validator_set_send_base(&v, 0xffffff00u, 1);
+    fake_off = 0x201; /* the SYN and 0x200 bytes */
+    sp.ack = 0x101;
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_OK);
+    sp.ack = 0x102;
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_BAD_ACK);
+    sp.ack = 0xffffff80u; /* acknowledged before the wrap: fine */
+    assert_int_equal(check_q(&v, &sp, 200, 100), UTLS_TAP_SEG_OK);
+}
+
+/* loopback_pair: a connected TCP pair over 127.0.0.1 (client, server). */
+static void loopback_pair(int *cfd, int *sfd)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_true(l >= 0);
+    assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(l, 1), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+    *cfd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(*cfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    *sfd = accept(l, NULL, NULL);
+    assert_true(*sfd >= 0);
+    close(l);
+}
+
+/* snd_off_settled: utls_tap_kernel_snd_nxt_off once everything sent is
+ * acknowledged (loopback: within milliseconds). */
+static uint64_t snd_off_settled(int fd)
+{
+    uint64_t off = 0;
+    int i, outq = 1;
+
+    for (i = 0; i < 200 && outq != 0; i++) {
+        assert_int_equal(ioctl(fd, SIOCOUTQ, &outq), 0);
+        if (outq != 0)
+            usleep(5000);
+    }
+    assert_int_equal(utls_tap_kernel_snd_nxt_off(fd, &off), 1);
+    return off;
+}
+
+/* What utls_tap_validator_set_send_base relies on, asked of this kernel:
+ * tcpi_bytes_acked counts the SYN on the side that sent it and not on the
+ * side that answered it; SND.NXT moves by exactly the bytes sent. A kernel
+ * that counted otherwise would make the exact ACK check refuse genuine
+ * segments (or let one forged ACK value through), and fails here. */
+static void test_tap_kernel_snd_nxt(void **state)
+{
+    int c, s;
+    char buf[300];
+
+    (void)state;
+    loopback_pair(&c, &s);
+    assert_int_equal(snd_off_settled(c), 1); /* our SYN */
+    assert_int_equal(snd_off_settled(s), 0);
+    memset(buf, 'x', sizeof(buf));
+    assert_int_equal(write(c, buf, 100), 100);
+    assert_int_equal(snd_off_settled(c), 101);
+    assert_int_equal(write(s, buf, 250), 250);
+    assert_int_equal(snd_off_settled(s), 250);
+    assert_int_equal(read(s, buf, sizeof(buf)), 100);
+    close(c);
+    close(s);
+}
+
 static void test_tap_validate_paws(void **state)
 {
     utls_tap_validator v;
@@ -257,6 +395,8 @@ int main(void)
         cmocka_unit_test(test_tap_validate_checksum),
         cmocka_unit_test(test_tap_validate_flags_and_window),
         cmocka_unit_test(test_tap_validate_ack),
+        cmocka_unit_test(test_tap_validate_ack_exact),
+        cmocka_unit_test(test_tap_kernel_snd_nxt),
         cmocka_unit_test(test_tap_validate_paws),
     };
     return cmocka_run_group_tests_name("tap_validate", tests, NULL, NULL);
