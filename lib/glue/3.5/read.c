@@ -433,6 +433,25 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     return UTLS_HOOK_HANDLED;
 }
 
+int utls_hook35_wakeup_only(SSL_CONNECTION *sc)
+{
+    SSL *s = SSL_CONNECTION_GET_SSL(sc);
+    utls_conn *c = sc->utls;
+
+    if (sc->rbio == NULL || (c == NULL && (c = utls_conn_get(s)) == NULL))
+        return 0;
+    /*
+     * A blocking tap returns from a read when captured segments wait, for
+     * utls_hook_read_bytes() to look at them; a handshake read has no use
+     * for them (no application key yet, or a post-handshake message): the
+     * pump takes them (before the handshake ends it keeps nothing, and the
+     * bytes come in order), and then the tap waits for in-order bytes again.
+     */
+    if (!utls_bio_quiet(s, c))
+        utls_pump(s, c);
+    return BIO_ctrl(sc->rbio, UTLS_BIO_CTRL_TAKE_WAKEUP, 0, NULL) == 1;
+}
+
 size_t utls_hook_pending(const SSL *s)
 {
     const SSL_CONNECTION *sc = UTLS_SC((SSL *)s);

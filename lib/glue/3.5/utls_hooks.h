@@ -45,4 +45,14 @@ int utls_hook35_deliver_inorder(struct ssl_connection_st *s, struct tls_record_s
  */
 void utls_hook35_read_key_changed(struct ssl_connection_st *s, int level);
 
+/*
+ * utls_hook35_wakeup_only: ssl3_read_bytes(), when a read that is not for
+ * application data (the handshake's) would block with SSL_MODE_UNORDERED:
+ * returns 1 when the read BIO (a blocking tap) returned early only because
+ * segments past a hole were captured; they are taken (nothing is delivered
+ * during the handshake) and the read goes back to waiting in order. Returns
+ * 0 to fail the read as stock OpenSSL would.
+ */
+int utls_hook35_wakeup_only(struct ssl_connection_st *s);
+
 #endif
