@@ -552,17 +552,56 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
 
 /* --- Public read call ---------------------------------------------------- */
 
+/*
+ * read_cannot_progress returns 1 when SSL_read_ex() on |sc| could do nothing
+ * but fail with SSL_ERROR_WANT_READ (as lib/glue/read.c on 3.0): the
+ * handshake is over and nothing special is pending (no early data,
+ * renegotiation or async job, no shutdown received, no error), neither
+ * ssl3_read_bytes() nor the read record layer holds an unread record or a
+ * raw byte, uTLS holds no record for the reader and no unprocessed
+ * fragment, and the segment BIO has no in-order byte and has not reached
+ * its end. After every record the application reads once more to learn
+ * this; the answer then costs no pass through ssl3_read_bytes(), the record
+ * layer and BIO_read(). Anything else returns 0: the full read decides.
+ */
+static int read_cannot_progress(SSL *s, SSL_CONNECTION *sc, const utls_conn *c)
+{
+    const OSSL_RECORD_LAYER *rl = utls_rl35(sc);
+
+    return rl != NULL && sc->rlayer.curr_rec >= sc->rlayer.num_recs
+        && rl->curr_rec >= rl->num_recs && sc->rlayer.rrlnext == NULL
+        && (sc->mode & (SSL_MODE_UNORDERED | SSL_MODE_ASYNC)) == SSL_MODE_UNORDERED
+        && c->rx.post_handshake && c->rx.ready.num == 0 && !c->rx.ready.partial_active
+        && !c->rx.rescan_pending && c->rx.sig != NULL && sc->rbio != NULL
+        && c->rx.sig_bio == sc->rbio && rl->bio == sc->rbio && c->rx.sig->read_is_push_only
+        && c->rx.sig->pending == 0 && utls_segstore_read_would_block(c->rx.sig->events)
+        && sc->handshake_func != NULL && !SSL_in_init(s) && !ossl_statem_in_error(sc)
+        && (sc->shutdown & SSL_RECEIVED_SHUTDOWN) == 0
+        && sc->early_data_state == SSL_EARLY_DATA_NONE && !sc->s3.renegotiate
+        && in_order_bytes_buffered(sc) == 0;
+}
+
 int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
                      UTLS_RECORD_INFO *out_info)
 {
+    SSL_CONNECTION *sc = UTLS_SC(s);
     utls_conn *c;
     int ret;
 
-    if (s == NULL || UTLS_SC(s) == NULL)
+    if (sc == NULL)
         return 0;
-    if ((c = utls_conn_get(s)) == NULL)
+    if ((c = sc->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return 0;
     c->last_info_valid = 0;
+    if (read_cannot_progress(s, sc, c)) {
+        /* What the failed read would leave: the BIO's retry flag, SSL_READING
+         * (SSL_get_error() reports SSL_ERROR_WANT_READ), errno cleared. */
+        errno = 0;
+        BIO_clear_retry_flags(sc->rbio);
+        BIO_set_retry_read(sc->rbio);
+        sc->rwstate = SSL_READING;
+        return 0;
+    }
     c->inorder.stamp = out_info != NULL;
     ret = SSL_read_ex(s, buf, len, out_read);
     c->inorder.stamp = 0;
