@@ -11,11 +11,10 @@
  * keeps its own read sequence number and keys (OSSL_RECORD_LAYER). So the
  * in-order hooks work one step later than 3.0's (lib/glue/inorder.c): on the
  * record the record layer returned, whose wire length it kept (orig_len).
- * What 3.0 saves there (the second decryption or the body read of a record
- * delivered out of order, utls_hook_skip_decrypt/skip_body) is not done here:
- * the in-order path decrypts every record once, as stock 3.5 does, and the
- * hook only keeps it from being delivered twice (docs/architecture.md, "Two
- * bases").
+ * One hook sits inside the record method (patch 0006): a record already
+ * delivered out of order is not decrypted again (utls_hook35_skip_decrypt).
+ * 3.0's skipping of such a record's body read (utls_hook_skip_body) is not
+ * done on this base (docs/architecture.md, "Two bases").
  *
  * Glue: reads OpenSSL 3.5's record layer and SSL_CONNECTION.
  */
@@ -262,6 +261,56 @@ void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
     if (c->rx.ready.num > 0 && (i = utls_ready_find(c, c->rx.gen, seq)) >= 0)
         utls_ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
     note_inorder_info(c, rr, rl != NULL && rec != NULL ? seq : 0, pos_known);
+}
+
+int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
+{
+    SSL_CONNECTION *sc = rl->cbarg;
+    SSL *s = SSL_CONNECTION_GET_SSL(sc);
+    utls_conn *c = sc->utls;
+    utls_reasm_run run;
+    uint64_t seq, off;
+    size_t i, wire_len;
+
+    /* Only application data is ever delivered out of order (c->rx.ahead),
+     * only from 3.5's own TLS record method, one record per batch. RFC 8446
+     * 5.1: a record of another type between the fragments of a handshake
+     * message ends the connection; one delivered ahead is left to that
+     * check (ssl3_read_bytes()). */
+    if (c == NULL || c->rx.ahead.n == 0 || !c->rx.ooo_possible || !c->inorder.offset_known
+        || sc->rlayer.rrl != rl || sc->rlayer.rrlmethod != &ossl_tls_record_method
+        || rr->type != SSL3_RT_APPLICATION_DATA || rr->rec_version == SSL2_VERSION
+        || rl->packet == NULL || cbc_explicit_iv_len(rl) != 0
+        || (sc->rlayer.handshake_fragment_len > 0 && SSL_CONNECTION_IS_TLS13(sc)))
+        return 0;
+    seq = utls_load_be64(rl->sequence);
+    off = c->inorder.next_offset;
+    wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
+    i = utls_seqset_lower(&c->rx.ahead, seq);
+    if (i == c->rx.ahead.n || c->rx.ahead.v[i] != seq || c->rx.ahead.off[i] != off
+        || c->rx.ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c))
+        return 0;
+    if (c->rx.store_shared && c->rx.ahead.epoch[i] != UTLS_NO_EPOCH
+        && c->rx.ahead.epoch[i] == c->rx.sig->store_epoch) {
+        /* One store (utls_bio_signals.store), the same epoch: the in-order
+         * bytes are the very bytes authenticated then (lib/glue/inorder.c). */
+    } else if (c->rx.store_shared || !utls_reasm_find_run(c->rx.store, &run, off)
+               || run.offset + run.len < off + wire_len
+               /* Ciphertext on both sides: public bytes. */
+               || memcmp(run.data + (off - run.offset), rl->packet, wire_len) != 0) {
+        /* Any difference (an injected copy, a store that dropped them, a
+         * moved epoch): decrypted as usual, failing as stock would, and if it
+         * authenticates, still not delivered twice (c->rx.ahead). */
+        return 0;
+    }
+    if (!tls_increment_sequence_ctr(rl))
+        return 0; /* RLAYERfatal() already called: the wrap stock would hit */
+    /* The record is complete and counted; its body is not needed. */
+    rr->data = rr->input;
+    rr->length = 0;
+    rr->off = 0;
+    c->stats.decryptions_saved++;
+    return 1;
 }
 
 int utls_hook35_deliver_inorder(SSL_CONNECTION *sc, TLS_RECORD *rr, size_t len)

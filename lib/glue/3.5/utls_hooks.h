@@ -14,6 +14,8 @@
 
 struct ssl_connection_st;
 struct tls_record_st;
+struct ossl_record_layer_st;
+struct tls_rl_record_st;
 
 /*
  * utls_hook35_record_read: ssl3_read_bytes() took record |rr| from the read
@@ -54,5 +56,18 @@ void utls_hook35_read_key_changed(struct ssl_connection_st *s, int level);
  * 0 to fail the read as stock OpenSSL would.
  */
 int utls_hook35_wakeup_only(struct ssl_connection_st *s);
+
+/*
+ * utls_hook35_skip_decrypt: tls_get_more_records(), once the whole record
+ * |rr| is read and before it is decrypted (read record layer |rl|, whose
+ * callback argument is the SSL_CONNECTION). Returns 1 if the record is the
+ * next in sequence and was already delivered out of order with exactly these
+ * bytes (same stream offset, length and sequence number; the same bytes in
+ * the connection's copy, or the same epoch of the read BIO's store); it is
+ * then accounted for as if decrypted (the read sequence number counts it)
+ * and returned empty as application data, which utls_hook35_record_read()
+ * skips. Returns 0, changing nothing, to decrypt it as usual.
+ */
+int utls_hook35_skip_decrypt(struct ossl_record_layer_st *rl, struct tls_rl_record_st *rr);
 
 #endif
