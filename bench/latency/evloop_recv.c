@@ -91,51 +91,37 @@ static int wait_in(int ep, int fd, int ms)
     return r > 0;
 }
 
+static void usage(void)
+{
+    die("usage: evloop-recv --loop epoll|poll [--et] --listen ADDR:PORT --out LOG --count N "
+        "--size S [--ready FILE] [--idle-ms MS] [--timeout S]");
+}
+
 int main(int argc, char **argv)
 {
     static unsigned char buf[1 << 15];
-    struct sockaddr_storage ss;
-    socklen_t sl;
     SSL_CTX *ctx;
     SSL *ssl;
     int lfd, fd, ep = -1, i, done = 0, handshaken = 0;
     uint64_t last = 0, start;
     long missing = 0;
+    const example_option opts[] = {
+        {"--et", EXAMPLE_OPT_FLAG, &opt.et},
+        {"--loop", EXAMPLE_OPT_STR, &opt.loop},
+        {"--listen", EXAMPLE_OPT_STR, &opt.addr},
+        {"--out", EXAMPLE_OPT_STR, &opt.out},
+        {"--ready", EXAMPLE_OPT_STR, &opt.ready},
+        {"--count", EXAMPLE_OPT_LONG, &opt.count},
+        {"--size", EXAMPLE_OPT_LONG, &opt.size},
+        {"--idle-ms", EXAMPLE_OPT_LONG, &opt.idle_ms},
+        {"--timeout", EXAMPLE_OPT_LONG, &opt.timeout_s},
+    };
 
     example_name = "evloop-recv";
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-        if (strcmp(a, "--et") == 0) {
-            opt.et = 1;
-            continue;
-        }
-        if (v == NULL)
-            die("%s needs a value", a);
-        i++;
-        if (strcmp(a, "--loop") == 0)
-            opt.loop = v;
-        else if (strcmp(a, "--listen") == 0)
-            opt.addr = v;
-        else if (strcmp(a, "--out") == 0)
-            opt.out = v;
-        else if (strcmp(a, "--ready") == 0)
-            opt.ready = v;
-        else if (strcmp(a, "--count") == 0)
-            opt.count = atol(v);
-        else if (strcmp(a, "--size") == 0)
-            opt.size = atol(v);
-        else if (strcmp(a, "--idle-ms") == 0)
-            opt.idle_ms = atol(v);
-        else if (strcmp(a, "--timeout") == 0)
-            opt.timeout_s = atol(v);
-        else
-            die("unknown option %s", a);
-    }
+    parse_options(argc, argv, 1, opts, sizeof(opts) / sizeof(opts[0]), usage);
     if (opt.addr == NULL || opt.out == NULL || opt.count <= 0 || opt.size < HDR_LEN
         || (strcmp(opt.loop, "epoll") != 0 && strcmp(opt.loop, "poll") != 0))
-        die("usage: evloop-recv --loop epoll|poll [--et] --listen ADDR:PORT --out LOG --count N "
-            "--size S [--ready FILE] [--idle-ms MS] [--timeout S]");
+        usage();
     if ((logf_ = fopen(opt.out, "w")) == NULL || (rl.seen = calloc((size_t)opt.count, 1)) == NULL)
         die("%s: %s", opt.out, strerror(errno));
     /* The context first: a library configured from the environment may start
@@ -144,8 +130,7 @@ int main(int argc, char **argv)
         die("SSL_CTX_new");
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
     make_cert(ctx, "evloop-recv");
-    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl, opt.addr);
+    lfd = listen_tcp(opt.addr);
     fprintf(logf_,
             "{\"event\":\"start\",\"role\":\"recv\",\"mode\":\"evloop_%s\",\"libssl\":\"%s\","
             "\"fork\":%d,\"openssl\":\"%s\",\"count\":%ld,\"size\":%ld,\"interval_ms\":0,"

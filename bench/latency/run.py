@@ -702,11 +702,9 @@ def main():
                     help="make demo: one short run of the three modes, a table, the CDF plot, "
                          "a pcap and key log of the uTLS run, all in DIR")
     a = ap.parse_args()
-    if os.geteuid() != 0:
-        if a.smoke:
-            log("SKIP: needs root (network namespaces, tcpdump)")
-            return 77
-        raise SystemExit("bench/latency: needs root (network namespaces, the tap, tcpdump)")
+    rc = procs.need_root("bench/latency", "network namespaces, the tap, tcpdump", a.smoke)
+    if rc is not None:
+        return rc
     if a.demo:
         a.out = a.demo
     setup = Setup(a.build, a.out or os.path.join(a.build, "bench"), a.prefix, a.bin_dir,

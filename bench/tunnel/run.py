@@ -44,6 +44,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "latency"))
 import analyze  # noqa: E402  (tcp_segments, add_interval, percentile)
+import procs  # noqa: E402
 from procs import spawn, stop  # noqa: E402
 
 PORT = 4433
@@ -347,11 +348,9 @@ def main():
                     help="ctest: a short run of tls and utls, checks only (exit 1 on a failed "
                          "check, 77 without root)")
     a = ap.parse_args()
-    if os.geteuid() != 0:
-        if a.smoke:
-            log("SKIP: needs root (network namespaces, TUN devices, the tap)")
-            return 77
-        raise SystemExit("bench/tunnel: needs root")
+    rc = procs.need_root("bench/tunnel", "network namespaces, TUN devices, the tap", a.smoke)
+    if rc is not None:
+        return rc
     a.build = os.path.abspath(a.build)
     a.out = os.path.abspath(a.out or os.path.join(a.build, "bench"))
     src = os.path.dirname(os.path.dirname(HERE))

@@ -160,6 +160,15 @@ int listen_socket(int type, const struct sockaddr_storage *ss, socklen_t sl, con
     return fd;
 }
 
+int listen_tcp(const char *addr)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+
+    parse_addr(addr, SOCK_STREAM, &ss, &sl);
+    return listen_socket(SOCK_STREAM, &ss, sl, addr);
+}
+
 int connect_retry(int type, const struct sockaddr_storage *ss, socklen_t sl, const char *addr,
                   const char *cc)
 {
@@ -303,6 +312,20 @@ void parse_options(int argc, char **argv, int first, const example_option *opts,
     }
 }
 
+void parse_receiver_options(int argc, char **argv, int first, const char **out_addr,
+                            const char **out_ready, long *out_count, long *out_size,
+                            void (*usage)(void))
+{
+    const example_option opts[] = {
+        {"--listen", EXAMPLE_OPT_STR, out_addr},
+        {"--ready", EXAMPLE_OPT_STR, out_ready},
+        {"--count", EXAMPLE_OPT_LONG, out_count},
+        {"--size", EXAMPLE_OPT_LONG, out_size},
+    };
+
+    parse_options(argc, argv, first, opts, sizeof(opts) / sizeof(opts[0]), usage);
+}
+
 void check_require(const char *require, int is_fork, int stock_build)
 {
     if (stock_build && is_fork)
@@ -345,6 +368,22 @@ void drain_until_closed(int fd, void *buf, size_t buf_len)
         continue;
 }
 
+int frame_take(unsigned char *msg, size_t *have, size_t size, const unsigned char *buf,
+               size_t len, size_t *pos)
+{
+    size_t take = size - *have;
+
+    if (take > len - *pos)
+        take = len - *pos;
+    memcpy(msg + *have, buf + *pos, take);
+    *have += take;
+    *pos += take;
+    if (*have < size)
+        return 0;
+    *have = 0;
+    return 1;
+}
+
 int accept_tcp(int lfd)
 {
     int fd, one = 1;
@@ -353,6 +392,16 @@ int accept_tcp(int lfd)
         die("accept: %s", strerror(errno));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return fd;
+}
+
+void accept_tls(SSL *ssl, BIO *bio, int fd, const char *what)
+{
+    if (bio == NULL && (bio = BIO_new_socket(fd, BIO_CLOSE)) == NULL)
+        die("BIO_new_socket");
+    SSL_set_bio(ssl, bio, bio);
+    if (SSL_accept(ssl) != 1)
+        die("TLS handshake failed");
+    note("recv %s: handshake done (%s, %s)", what, SSL_get_version(ssl), SSL_get_cipher_name(ssl));
 }
 
 SSL *new_tls13_server(const char *cn, SSL_CTX **out_ctx)

@@ -65,6 +65,10 @@ void parse_addr(const char *s, int socktype, struct sockaddr_storage *ss, sockle
  * in error messages. Dies on failure. */
 int listen_socket(int type, const struct sockaddr_storage *ss, socklen_t sl, const char *addr);
 
+/* listen_tcp returns a listening TCP socket bound to "HOST:PORT" |addr|
+ * (parse_addr, then listen_socket); the caller owns it. Dies on failure. */
+int listen_tcp(const char *addr);
+
 /* connect_retry returns a socket of |type| connected to |ss|, retrying a
  * refused or unreachable TCP connect for 15 s (the receiver may still be
  * starting); TCP sockets get TCP_NODELAY and, if |cc| is not NULL, that
@@ -75,6 +79,12 @@ int connect_retry(int type, const struct sockaddr_storage *ss, socklen_t sl, con
 /* accept_tcp accepts one connection on the listening TCP socket |lfd| and
  * returns it with TCP_NODELAY set; the caller owns it. Dies on failure. */
 int accept_tcp(int lfd);
+
+/* accept_tls gives the server |ssl| the BIO |bio| (NULL: a new socket BIO
+ * over the TCP socket |fd|, which it then owns), runs the handshake and
+ * notes the version and cipher as "recv |what|: handshake done". Dies if the
+ * BIO cannot be made or the handshake fails. */
+void accept_tls(SSL *ssl, BIO *bio, int fd, const char *what);
 
 /* new_tls13_server returns a TLS 1.3-only server SSL with a fresh
  * self-signed certificate for |cn| (make_cert) and no BIO yet; |*out_ctx|
@@ -137,6 +147,15 @@ int parse_choice(const char *arg, const char *const *names, size_t num_names, vo
 void parse_options(int argc, char **argv, int first, const example_option *opts, size_t num_opts,
                    void (*usage)(void));
 
+/* parse_receiver_options parses argv[first..argc-1] of a receiver that
+ * takes one connection: --listen ADDR:PORT into |*out_addr|, --ready FILE
+ * into |*out_ready|, --count N and --size S into |*out_count| and
+ * |*out_size| (each left as it was when not given). Anything else calls
+ * |usage|, which must not return; the caller checks the values. */
+void parse_receiver_options(int argc, char **argv, int first, const char **out_addr,
+                            const char **out_ready, long *out_count, long *out_size,
+                            void (*usage)(void));
+
 /* check_require dies unless the loaded libssl matches |require| ("fork":
  * the uTLS fork, |is_fork| nonzero; "stock": not the fork; NULL: either), or
  * if |stock_build| is set and the fork is loaded anyway (an example built
@@ -178,5 +197,14 @@ long count_open_fds(void);
  * error, or 30 s without data: the sender's last records are then not cut off
  * by a reset when it closes. */
 void drain_until_closed(int fd, void *buf, size_t buf_len);
+
+/* frame_take cuts an ordered byte stream into messages of |size| bytes, as
+ * a TLS receiver without uTLS must (the stream does not keep record
+ * boundaries): it moves bytes from |buf|[|*pos|..|len|) into |msg|, which
+ * holds |*have| bytes of the current message, advancing both. Returns 1 when
+ * |msg| holds a whole message (|*have| is then 0 again for the next), 0 when
+ * |buf| is used up first. */
+int frame_take(unsigned char *msg, size_t *have, size_t size, const unsigned char *buf,
+               size_t len, size_t *pos);
 
 #endif /* UTLS_EXAMPLE_UTIL_H */

@@ -7,7 +7,9 @@
 #   smoke_build                  # $out/build, as a user would build it
 #   bin=... require=fork|stock
 #   smoke_run "$bin" "RECV_ARGS" "SEND_ARGS"
-#   ... check $out/recv.jsonl (smoke_log.py: read_log) ...
+#   smoke_check FORK_MODE <<'PY'  # Python checks of $out/recv.jsonl
+#   ... (smoke_log.py: read_run) ...
+#   PY
 
 # smoke_root_for MODE: exits 77 (ctest: skipped) when $mode is MODE and this
 # is not root (the tap opens an AF_PACKET socket).
@@ -55,4 +57,11 @@ smoke_run() {
     head -1 "$out/recv.jsonl"
     tail -1 "$out/recv.jsonl"
     [ "$rc" = 0 ] || { echo "the receiver failed (exit $rc)"; exit 1; }
+}
+
+# smoke_check FORK_MODE: runs the Python program on stdin with smoke_log.py
+# importable; read_run(...) there reads $out/recv.jsonl as the run of $mode,
+# from the fork in $lib when $mode is FORK_MODE, else the system libssl.
+smoke_check() {
+    PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" /usr/bin/python3 - "$out/recv.jsonl" "$mode" "$lib" "$1"
 }

@@ -1,6 +1,7 @@
 """smoke_log: the receiver-log checks the streaming examples' smoke tests
 (utls-stream/smoke.sh, utls-substreams/smoke.sh) share."""
 import json
+import sys
 
 
 def read_log(path, fork, lib):
@@ -17,3 +18,13 @@ def read_log(path, fork, lib):
     else:
         assert start["fork"] == 0 and not start["libssl"].startswith(lib), start["libssl"]
     return start, end, items
+
+
+def read_run(argv=None):
+    """read_run returns (mode, start, end, items) of the run smoke_check
+    (smoke_lib.sh) passes in |argv| (default sys.argv: the log, the mode, the
+    fork's directory and the mode that runs the fork), checked by
+    read_log."""
+    path, mode, lib, fork_mode = (argv or sys.argv)[1:5]
+    start, end, items = read_log(path, mode == fork_mode, lib)
+    return mode, start, end, items

@@ -29,31 +29,23 @@ typedef struct {
     int done;
 } evx_server;
 
+static void evx_usage(void)
+{
+    die("usage: %s --listen ADDR:PORT --count N --size S [--ready FILE]", example_name);
+}
+
 /* evx_accept: options, the listener tap, one accepted connection. */
 static void evx_accept(evx_server *s, int argc, char **argv)
 {
     const char *addr = NULL, *ready = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    int i;
 
     memset(s, 0, sizeof(*s));
-    for (i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--listen") == 0)
-            addr = argv[i + 1];
-        else if (strcmp(argv[i], "--ready") == 0)
-            ready = argv[i + 1];
-        else if (strcmp(argv[i], "--count") == 0)
-            s->count = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--size") == 0)
-            s->size = atol(argv[i + 1]);
-    }
+    parse_receiver_options(argc, argv, 1, &addr, &ready, &s->count, &s->size, evx_usage);
     if (addr == NULL || s->count <= 0 || s->size < 8
         || (s->seen = calloc((size_t)s->count, 1)) == NULL)
-        die("usage: %s --listen ADDR:PORT --count N --size S [--ready FILE]", example_name);
+        evx_usage();
     s->ssl = new_tls13_server(example_name, &s->ctx);
-    parse_addr(addr, SOCK_STREAM, &ss, &sl);
-    s->lfd = listen_socket(SOCK_STREAM, &ss, sl, addr);
+    s->lfd = listen_tcp(addr);
     /* The listener tap records each connection's ISN: SSL_set_fd then gets
      * a tap at the first read after the handshake. Without CAP_NET_RAW the
      * example still works, in order. */

@@ -637,8 +637,6 @@ static int worker(int lfd, int index)
 
 static int serve(void)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl;
     int lfd;
     long i;
     pid_t *kids;
@@ -647,8 +645,7 @@ static int serve(void)
 #endif
 
     raise_nofile();
-    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl, opt.addr);
+    lfd = listen_tcp(opt.addr);
     if (listen(lfd, 65535) != 0)
         die("listen");
     (void)fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);

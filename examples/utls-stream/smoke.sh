@@ -28,11 +28,9 @@ case $mode in
 esac
 smoke_run "$bin" "--count 200" "--count 200 --interval 2"
 # The library the receiver reported, and every record once and intact.
-PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")/../common" /usr/bin/python3 - "$out/recv.jsonl" "$mode" "$lib" <<'PY'
-import sys
-from smoke_log import read_log
-mode, lib = sys.argv[2], sys.argv[3]
-start, end, recs = read_log(sys.argv[1], mode == "utls", lib)
+smoke_check utls <<'PY'
+from smoke_log import read_run
+mode, start, end, recs = read_run()
 if mode == "utls":
     assert end["tap"]["packets"] > 0, "the tap captured nothing"
 idx = sorted(r["i"] for r in recs if r["ok"] == 1)

@@ -344,8 +344,6 @@ static int recv_ucobs(int fd)
 
 static int recv_tcp(void)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl;
     int lfd, fd;
     SSL_CTX *ctx;
     SSL *ssl;
@@ -357,8 +355,7 @@ static int recv_tcp(void)
     UTLS_TAP_LISTENER *tl = NULL;
 #endif
 
-    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl, opt.addr);
+    lfd = listen_tcp(opt.addr);
 #ifndef UTLS_STREAM_STOCK
     if (opt.mode == MODE_UTLS || opt.mode == MODE_UCOBS) {
         /* Before any SYN can arrive: the tap needs the ISN from the SYN. */
@@ -399,13 +396,7 @@ static int recv_tcp(void)
         bio = tapbio;
     }
 #endif
-    if (bio == NULL && (bio = BIO_new_socket(fd, BIO_CLOSE)) == NULL)
-        die("BIO_new_socket");
-    SSL_set_bio(ssl, bio, bio);
-    if (SSL_accept(ssl) != 1)
-        die("TLS handshake failed");
-    note("recv %s: handshake done (%s, %s)", mode_name(opt.mode), SSL_get_version(ssl),
-         SSL_get_cipher_name(ssl));
+    accept_tls(ssl, bio, fd, mode_name(opt.mode));
 
     while (rl.num_ok + rl.num_bad + rl.num_dup < opt.count) {
         size_t n = 0;
@@ -446,17 +437,8 @@ static int recv_tcp(void)
                     first_ns = t;
                 last_ns = t;
                 while (k < n) {
-                    size_t take = (size_t)opt.size - have;
-
-                    if (take > n - k)
-                        take = n - k;
-                    memcpy(msg + have, buf + k, take);
-                    have += take;
-                    k += take;
-                    if (have == (size_t)opt.size) {
-                        deliver(msg, have, t, ",\"ooo\":0");
-                        have = 0;
-                    }
+                    if (frame_take(msg, &have, (size_t)opt.size, buf, n, &k))
+                        deliver(msg, (size_t)opt.size, t, ",\"ooo\":0");
                 }
                 continue;
             }

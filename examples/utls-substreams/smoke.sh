@@ -17,11 +17,9 @@ case $mode in
     *) echo "unknown mode $mode"; exit 2 ;;
 esac
 smoke_run "$bin" "--count 400 --streams 4 --quiet" "--count 400 --streams 4 --interval 4 --quiet"
-PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")/../common" /usr/bin/python3 - "$out/recv.jsonl" "$mode" "$lib" <<'PY'
-import sys
-from smoke_log import read_log
-mode, lib = sys.argv[2], sys.argv[3]
-start, end, msgs = read_log(sys.argv[1], mode == "utls_streams", lib)
+smoke_check utls_streams <<'PY'
+from smoke_log import read_run
+mode, start, end, msgs = read_run()
 if mode == "utls_streams":
     assert end["streams"]["messages_received"] == 400, end["streams"]
 for k in range(4):

@@ -234,8 +234,6 @@ static void log_end(SSL *ssl, BIO *tap)
 
 static int do_recv(void)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl;
     int lfd, fd;
     SSL_CTX *ctx;
     SSL *ssl;
@@ -246,8 +244,7 @@ static int do_recv(void)
     UTLS_TAP_LISTENER *tl = NULL;
 #endif
 
-    parse_addr(opt.addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl, opt.addr);
+    lfd = listen_tcp(opt.addr);
 #ifndef UTLS_SUBSTREAMS_STOCK
     if (opt.mode == MODE_UTLS_STREAMS && (tl = UTLS_tap_listen(lfd)) == NULL) {
         unsigned long e = ERR_peek_error();
@@ -273,13 +270,7 @@ static int do_recv(void)
             die("UTLS_stream_enable failed");
     }
 #endif
-    if (bio == NULL && (bio = BIO_new_socket(fd, BIO_CLOSE)) == NULL)
-        die("BIO_new_socket");
-    SSL_set_bio(ssl, bio, bio);
-    if (SSL_accept(ssl) != 1)
-        die("TLS handshake failed");
-    note("recv %s: handshake done (%s, %s)", mode_name(), SSL_get_version(ssl),
-         SSL_get_cipher_name(ssl));
+    accept_tls(ssl, bio, fd, mode_name());
     while (num_ok + num_bad + num_dup < opt.count) {
         size_t n = 0;
         int ok;
@@ -306,17 +297,8 @@ static int do_recv(void)
             if (ok) {
                 /* One ordered byte stream: cut it into --size messages. */
                 for (size_t k = 0; k < n;) {
-                    size_t take = (size_t)opt.size - have;
-
-                    if (take > n - k)
-                        take = n - k;
-                    memcpy(msg + have, buf + k, take);
-                    have += take;
-                    k += take;
-                    if (have == (size_t)opt.size) {
-                        deliver(msg, have, t, 0, 0, 0, 0, 0);
-                        have = 0;
-                    }
+                    if (frame_take(msg, &have, (size_t)opt.size, buf, n, &k))
+                        deliver(msg, (size_t)opt.size, t, 0, 0, 0, 0, 0);
                 }
                 continue;
             }

@@ -214,6 +214,29 @@ static int seg_store_window_ok(const seg_ctx *c, uint64_t offset, size_t len)
     return 0;
 }
 
+/* seg_stored_past_hole finishes a store of |len| bytes at |offset| past the
+ * in-order end, whose result was |r|: new bytes are announced to the SSL as
+ * an event, a store that had no room is an error on the queue. Returns 1 or 0
+ * as the push does. */
+static int seg_stored_past_hole(seg_ctx *c, utls_reasm_result r, uint64_t offset, size_t len,
+                                uint64_t arrival_ns)
+{
+    switch (r) {
+    case UTLS_REASM_STORED:
+        seg_queue_event(c, offset, len, arrival_ns);
+        return 1;
+    case UTLS_REASM_NO_NEW_DATA:
+        return 1;
+    case UTLS_REASM_DROPPED:
+        utls_raise(UTLS_R_OUTSIDE_WINDOW, "receive buffer full");
+        return 0;
+    case UTLS_REASM_INVALID:
+    case UTLS_REASM_ERROR:
+    default:
+        return 0;
+    }
+}
+
 /*
  * seg_push_captured is utls_seg_push for the tap's store. Its in-order point
  * is the local kernel's (utls_segstore_skip_inorder), never moved by what
@@ -248,20 +271,7 @@ static int seg_push_captured(seg_ctx *c, uint64_t offset, const unsigned char *d
         seg_queue_event(c, offset, len, arrival_ns);
         c->events[(c->ev_head + c->ev_count - 1) % UTLS_SEG_MAX_EVENTS].other_copy = 1;
     }
-    switch (r) {
-    case UTLS_REASM_STORED:
-        seg_queue_event(c, offset, len, arrival_ns);
-        return 1;
-    case UTLS_REASM_NO_NEW_DATA:
-        return 1;
-    case UTLS_REASM_DROPPED:
-        utls_raise(UTLS_R_OUTSIDE_WINDOW, "receive buffer full");
-        return 0;
-    case UTLS_REASM_INVALID:
-    case UTLS_REASM_ERROR:
-    default:
-        return 0;
-    }
+    return seg_stored_past_hole(c, r, offset, len, arrival_ns);
 }
 
 /* utls_seg_push is UTLS_BIO_segment_push on the context. */
@@ -340,20 +350,8 @@ int utls_seg_push(seg_ctx *c, uint64_t offset, const unsigned char *data, size_t
     /* Past a hole: keep it for the in-order stream, and tell the SSL. */
     if (!seg_store_window_ok(c, offset, len))
         return 0;
-    switch (seg_store_insert(c, offset, data, len)) {
-    case UTLS_REASM_STORED:
-        seg_queue_event(c, offset, len, arrival_ns);
-        return 1;
-    case UTLS_REASM_NO_NEW_DATA:
-        return 1;
-    case UTLS_REASM_DROPPED:
-        utls_raise(UTLS_R_OUTSIDE_WINDOW, "receive buffer full");
-        return 0;
-    case UTLS_REASM_INVALID:
-    case UTLS_REASM_ERROR:
-    default:
-        return 0;
-    }
+    return seg_stored_past_hole(c, seg_store_insert(c, offset, data, len), offset, len,
+                                arrival_ns);
 }
 
 seg_ctx *utls_seg_ctx_new(void)

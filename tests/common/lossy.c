@@ -1,44 +1,20 @@
 /* lossy.c: the in-process lossy segment network (see lossy.h). */
 #include "lossy.h"
+#include "test_rng.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- PRNG: splitmix64 seeds xoshiro256** ---- */
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* ---- PRNG: splitmix64 seeds xoshiro256** (test_rng.h) ---- */
 
 void lossy_rng_seed(lossy_rng *rng, uint64_t seed)
 {
-    uint64_t x = seed;
-    for (int i = 0; i < 4; i++) {
-        rng->s[i] = splitmix64(&x);
-    }
-}
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
+    test_xoshiro256ss_seed(rng->s, seed);
 }
 
 uint64_t lossy_rng_next(lossy_rng *rng)
 {
-    uint64_t *s = rng->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
+    return test_xoshiro256ss_next(rng->s);
 }
 
 uint64_t lossy_rng_below(lossy_rng *rng, uint64_t bound)

@@ -281,6 +281,22 @@ int uh_read_wants_read(SSL *s)
     return !SSL_read_ex(s, buf, sizeof(buf), &n) && SSL_get_error(s, 0) == SSL_ERROR_WANT_READ;
 }
 
+int uh_read_record(SSL *s, const char *what, long r, void *buf, size_t len, size_t *out_len,
+                   UTLS_RECORD_INFO *out_info)
+{
+    int err;
+
+    ERR_clear_error();
+    if (UTLS_read_record(s, buf, len, out_len, out_info)) {
+        return 1;
+    }
+    /* Before the queue is printed and emptied: SSL_get_error reads it. */
+    err = SSL_get_error(s, 0);
+    uh_errors_to_stderr(what);
+    fprintf(stderr, "%s: record %ld: read failed (SSL_get_error %d)\n", what, r, err);
+    return 0;
+}
+
 size_t uh_pair_take_output(uh_seg_pair *p, uint8_t *buf, size_t len)
 {
     if (p->seg != NULL) {

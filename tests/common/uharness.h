@@ -12,6 +12,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/utls.h>
 #include <openssl/x509.h>
 
 /*-
@@ -136,6 +137,13 @@ int uh_pair_write_record(uh_seg_pair *p, const void *plain, size_t len, uint8_t 
 /* uh_read_wants_read returns 1 if SSL_read_ex on |s| delivers nothing and
  * SSL_get_error says SSL_ERROR_WANT_READ (nothing to deliver yet), else 0. */
 int uh_read_wants_read(SSL *s);
+
+/* uh_read_record clears the error queue and reads one record from |s| with
+ * UTLS_read_record() into |buf| (|len| bytes), setting |*out_len| and
+ * |*out_info|. Returns 1, or 0 after printing |what|, the expected record
+ * |r|, SSL_get_error and the error queue (then emptied) to stderr. */
+int uh_read_record(SSL *s, const char *what, long r, void *buf, size_t len, size_t *out_len,
+                   UTLS_RECORD_INFO *out_info);
 
 /* uh_pair_take_output moves up to |len| bytes the server wrote into |buf|;
  * returns how many. */

@@ -184,36 +184,29 @@ static void *oneshot_thread(void *arg)
     return NULL;
 }
 
+static void usage(void)
+{
+    die("usage: evloop_semantics CASE --listen ADDR:PORT --count N --size S --ready FILE");
+}
+
 int main(int argc, char **argv)
 {
     const char *addr = NULL, *ready = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl;
     SSL_CTX *ctx;
     int lfd, i, rc = 0, (*wakeups)(int, uint64_t *, uint64_t *);
     uint64_t nwake = 0, nspur = 0, start;
 
     example_name = "evloop_semantics";
     if (argc < 2)
-        die("usage: evloop_semantics CASE --listen ADDR:PORT --count N --size S --ready FILE");
+        usage();
     mode_ = argv[1];
-    for (i = 2; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--listen") == 0)
-            addr = argv[i + 1];
-        else if (strcmp(argv[i], "--ready") == 0)
-            ready = argv[i + 1];
-        else if (strcmp(argv[i], "--count") == 0)
-            count_ = atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--size") == 0)
-            size_ = atol(argv[i + 1]);
-    }
+    parse_receiver_options(argc, argv, 2, &addr, &ready, &count_, &size_, usage);
     if (addr == NULL || count_ <= 0 || size_ < HDR_LEN || (seen_ = calloc(count_, 1)) == NULL)
         die("bad arguments");
     if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
         die("SSL_CTX_new");
     make_cert(ctx, "evloop-semantics");
-    parse_addr(addr, SOCK_STREAM, &ss, &sl);
-    lfd = listen_socket(SOCK_STREAM, &ss, sl, addr);
+    lfd = listen_tcp(addr);
     touch_ready(ready, lfd);
     if (!wait_readable(lfd, 30000))
         die("no connection");

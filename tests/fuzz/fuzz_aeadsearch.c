@@ -99,14 +99,9 @@
 #include "utls/aeadsearch.h"
 #include "utls_prov.h"
 
-#define CHECK(c)                                                                            \
-    do {                                                                                    \
-        if (!(c)) {                                                                         \
-            fprintf(stderr, "fuzz_aeadsearch: check failed: %s (line %d)\n", #c, __LINE__); \
-            ERR_print_errors_fp(stderr);                                                    \
-            abort();                                                                        \
-        }                                                                                   \
-    } while (0)
+#define FUZZ_NAME "fuzz_aeadsearch"
+#define FUZZ_ON_FAILURE() ERR_print_errors_fp(stderr)
+#include "fuzz_check.h"
 
 /* Records per input: bounds the run time of one input (a record can cost up
  * to six searches of 1024 candidates over 18 KB). */

@@ -14,13 +14,8 @@
 
 #include "utls/cobs.h"
 
-#define CHECK(c)                                                                     \
-    do {                                                                             \
-        if (!(c)) {                                                                  \
-            fprintf(stderr, "fuzz_cobs: check failed at line %d: %s\n", __LINE__, #c); \
-            abort();                                                                 \
-        }                                                                            \
-    } while (0)
+#define FUZZ_NAME "fuzz_cobs"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -48,13 +48,8 @@ static int seen_has(uint64_t b, uint8_t v)
     return seen_gen[b] == gen && (seen[b][v >> 3] >> (v & 7)) & 1;
 }
 
-#define CHECK(c)                                                                     \
-    do {                                                                             \
-        if (!(c)) {                                                                  \
-            fprintf(stderr, "fuzz_reasm: check failed: %s (line %d)\n", #c, __LINE__); \
-            abort();                                                                 \
-        }                                                                            \
-    } while (0)
+#define FUZZ_NAME "fuzz_reasm"
+#include "fuzz_check.h"
 
 typedef struct {
     const uint8_t *p;

@@ -62,14 +62,9 @@
 #include "uharness.h"
 
 
-#define CHECK(c)                                                                          \
-    do {                                                                                  \
-        if (!(c)) {                                                                       \
-            fprintf(stderr, "fuzz_receiver: check failed: %s (line %d)\n", #c, __LINE__); \
-            uh_errors_to_stderr("receiver");                                              \
-            abort();                                                                      \
-        }                                                                                 \
-    } while (0)
+#define FUZZ_NAME "fuzz_receiver"
+#define FUZZ_ON_FAILURE() uh_errors_to_stderr("receiver")
+#include "fuzz_check.h"
 
 /* Application records per input: bounds the wire (and the run time) of one
  * input. */

@@ -13,13 +13,8 @@
 
 #include "utls/scan.h"
 
-#define CHECK(c)                                                                    \
-    do {                                                                            \
-        if (!(c)) {                                                                 \
-            fprintf(stderr, "fuzz_scan: check failed: %s (line %d)\n", #c, __LINE__); \
-            abort();                                                                \
-        }                                                                           \
-    } while (0)
+#define FUZZ_NAME "fuzz_scan"
+#include "fuzz_check.h"
 
 #define MAX_DATA 65536
 

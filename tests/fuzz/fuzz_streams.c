@@ -17,13 +17,8 @@
 
 #include "utls/streamq.h"
 
-#define CHECK(c)                                                                        \
-    do {                                                                                \
-        if (!(c)) {                                                                     \
-            fprintf(stderr, "fuzz_streams: check failed: %s (line %d)\n", #c, __LINE__); \
-            abort();                                                                    \
-        }                                                                               \
-    } while (0)
+#define FUZZ_NAME "fuzz_streams"
+#include "fuzz_check.h"
 
 /* Records per input: bounds the run time of one input. */
 #define MAX_RECORDS 4096

@@ -19,13 +19,8 @@
 #include "utls/ucobs.h"
 #include "test_rng.h"
 
-#define CHECK(c)                                                                      \
-    do {                                                                              \
-        if (!(c)) {                                                                   \
-            fprintf(stderr, "fuzz_ucobs: check failed at line %d: %s\n", __LINE__, #c); \
-            abort();                                                                  \
-        }                                                                             \
-    } while (0)
+#define FUZZ_NAME "fuzz_ucobs"
+#include "fuzz_check.h"
 
 /* Bounds the work per input (and the size of the delivered-offset lists). */
 #define FUZZ_MAX_WIRE 200000

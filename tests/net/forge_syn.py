@@ -20,9 +20,7 @@ import struct
 import time
 
 import rawtcp
-
-ETH_P_ALL = 0x0003
-ETH_P_IP = 0x0800
+from rawtcp import ETH_P_IP
 
 
 def forged_syn(src, dst, sport, dport, seq):
@@ -46,8 +44,7 @@ def main():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    sn = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
-    sn.bind((a.iface, ETH_P_ALL))
+    sn = rawtcp.packet_socket(a.iface)
     raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     due = []  # (time, packet, dst)
     while running[0]:

@@ -111,15 +111,11 @@ tail -1 "$WORK/recv.jsonl"
 
 PYTHONPATH="$HERE" "$PY" - "$WORK" "$COUNT" "$((CSUM1 - CSUM0))" "$IRC" "$SRC" "$RRC" "${GOOD:-bad}" <<'PY'
 import json, os, sys
-from netcheck import check, finish
+from netcheck import check, finish, load_json
 work, count, csum_err = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 irc, src, rrc, mode = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
 def load(name):
-    try:
-        with open(os.path.join(work, name)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
+    return load_json(work, name)
 inj, cnt, st = load("inject.json"), load("count.json"), load("stats.json")
 lines = [json.loads(l) for l in open(os.path.join(work, "recv.jsonl")) if l.strip()]
 sent = {}

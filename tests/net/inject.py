@@ -32,36 +32,14 @@ import sys
 import time
 
 import rawtcp
+from rawtcp import ETH_P_IP
 
-ETH_P_IP = 0x0800
-ETH_P_ALL = 0x0003
 FORGED_TTL = 200
 REC_WIRE = None  # learned: the genuine record size on the wire
 
 
-def parse_ipv4_tcp(pkt):
-    """pkt starts at the IP header. Returns a dict or None."""
-    if len(pkt) < 40 or pkt[0] >> 4 != 4 or pkt[9] != 6:
-        return None
-    ihl = (pkt[0] & 15) * 4
-    tot = struct.unpack("!H", pkt[2:4])[0]
-    pkt = pkt[:tot]
-    if len(pkt) < ihl + 20:
-        return None
-    src, dst = socket.inet_ntoa(pkt[12:16]), socket.inet_ntoa(pkt[16:20])
-    sport, dport, seq, ack = struct.unpack("!HHII", pkt[ihl:ihl + 12])
-    doff = (pkt[ihl + 12] >> 4) * 4
-    flags = pkt[ihl + 13]
-    return dict(ttl=pkt[8], src=src, dst=dst, sport=sport, dport=dport, seq=seq,
-                ack=ack, flags=flags, payload=pkt[ihl + doff:])
-
-
 def packet_socket(iface):
-    # ETH_P_ALL: protocol-specific packet sockets see no outgoing packets.
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
-    s.bind((iface, ETH_P_ALL))
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    return s
+    return rawtcp.packet_socket(iface, 4 << 20)
 
 
 def build(src, dst, sport, dport, seq, ack, payload, good, ipid):
@@ -89,7 +67,7 @@ def cmd_inject(a):
             pkt, addr = sn.recvfrom(65535)
             if addr[1] != ETH_P_IP:
                 continue
-            p = parse_ipv4_tcp(pkt)
+            p = rawtcp.parse_ipv4_tcp(pkt)
             if not p or p["ttl"] == FORGED_TTL or p["dst"] != a.dst or p["dport"] != a.dport:
                 continue
             if st["sport"] is None and len(p["payload"]) > 0:
@@ -194,7 +172,7 @@ def cmd_count(a):
         pkt, addr = sn.recvfrom(65535)
         if addr[1] != ETH_P_IP or addr[2] == socket.PACKET_OUTGOING:
             continue
-        p = parse_ipv4_tcp(pkt)
+        p = rawtcp.parse_ipv4_tcp(pkt)
         if not p or p["src"] != a.src or p["dport"] != a.dport:
             continue
         k = "forged" if p["ttl"] >= 150 else "genuine"

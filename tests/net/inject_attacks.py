@@ -53,77 +53,23 @@ import struct
 import sys
 import time
 
-ETH_P_ALL = 0x0003
-ETH_P_IP = 0x0800
+import rawtcp
+from rawtcp import ETH_P_IP
+
 FORGED_TTL = 200
 MSS = 1448
 
 
-def csum(data):
-    if len(data) % 2:
-        data += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
-
-
-def parse(pkt):
-    """IPv4 TCP segment -> dict, or None."""
-    if len(pkt) < 40 or pkt[0] >> 4 != 4 or pkt[9] != 6:
-        return None
-    ihl = (pkt[0] & 15) * 4
-    tot = struct.unpack("!H", pkt[2:4])[0]
-    pkt = pkt[:tot]
-    sport, dport, seq, ack = struct.unpack("!HHII", pkt[ihl:ihl + 12])
-    doff = (pkt[ihl + 12] >> 4) * 4
-    opts = pkt[ihl + 20:ihl + doff]
-    ts = sack = None
-    i = 0
-    while i < len(opts):
-        k = opts[i]
-        if k == 0:
-            break
-        if k == 1:
-            i += 1
-            continue
-        if i + 1 >= len(opts) or opts[i + 1] < 2:
-            break
-        ln = opts[i + 1]
-        if k == 8 and ln == 10:
-            ts = struct.unpack("!II", opts[i + 2:i + 10])
-        elif k == 5 and ln >= 10:
-            sack = [struct.unpack("!II", opts[j:j + 8]) for j in range(i + 2, i + ln - 7, 8)]
-        i += ln
-    return dict(ttl=pkt[8], src=socket.inet_ntoa(pkt[12:16]), dst=socket.inet_ntoa(pkt[16:20]),
-                sport=sport, dport=dport, seq=seq, ack=ack, flags=pkt[ihl + 13], ts=ts, sack=sack,
-                payload=pkt[ihl + doff:])
-
-
 def sniffer(iface):
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
-    s.bind((iface, ETH_P_ALL))
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-    return s
+    return rawtcp.packet_socket(iface, 8 << 20)
 
 
 def build(src, dst, sport, dport, seq, ack, ts, payload, good_csum=True):
     opts = b""
     if ts is not None:  # NOP NOP TS: the layout Linux uses
         opts = b"\x01\x01\x08\x0a" + struct.pack("!II", ts[0] & 0xFFFFFFFF, ts[1] & 0xFFFFFFFF)
-    doff = (20 + len(opts)) // 4
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF,
-                      doff << 4, 0x18, 502, 0, 0) + opts
-    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack(
-        "!BBH", 0, 6, len(tcp) + len(payload))
-    c = csum(pseudo + tcp + payload)
-    if not good_csum:
-        c ^= 0x5A5A
-    tcp = tcp[:16] + struct.pack("!H", c) + tcp[18:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0x4000,
-                     FORGED_TTL, 6, 0, socket.inet_aton(src), socket.inet_aton(dst))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return ip + tcp + payload
+    return rawtcp.ipv4_tcp(src, dst, sport, dport, seq, ack, 0x18, 502,  # PSH|ACK
+                           payload, good_csum, 0, FORGED_TTL, opts)
 
 
 def cmd_copies(a):
@@ -174,7 +120,7 @@ class Live:
                     break
                 if addr[1] != ETH_P_IP or addr[2] == socket.PACKET_OUTGOING:
                     continue
-                p = parse(pkt)
+                p = rawtcp.parse_ipv4_tcp(pkt)
                 if p is None or p["ttl"] == FORGED_TTL:
                     continue
                 if s is self.snd and p["dst"] == self.a.dst and p["dport"] == self.a.dport:
@@ -194,6 +140,16 @@ class Live:
                       and p["dport"] == self.sport and on_ack is not None):
                     on_ack(p)
 
+    @classmethod
+    def started(cls, a):
+        """A Live that has seen the connection's data and ACKs, or None
+        (said on stderr) if none came within wait_live's limit."""
+        lv = cls(a)
+        if not lv.wait_live():
+            print("inject_attacks: no data segment seen", file=sys.stderr)
+            return None
+        return lv
+
     def wait_live(self, limit=20.0):
         t0 = time.monotonic()
         while self.nxt is None or self.ack is None:
@@ -211,9 +167,8 @@ class Live:
 
 def cmd_holes(a):
     rng = random.Random(a.seed)
-    lv = Live(a)
-    if not lv.wait_live():
-        print("inject_attacks: no data segment seen", file=sys.stderr)
+    lv = Live.started(a)
+    if lv is None:
         return 2
     forged = set()
     st = dict(holes=0, packets=0, bytes=0)
@@ -260,9 +215,8 @@ def cmd_holes(a):
 
 def cmd_storm(a):
     rng = random.Random(a.seed)
-    lv = Live(a)
-    if not lv.wait_live():
-        print("inject_attacks: no data segment seen", file=sys.stderr)
+    lv = Live.started(a)
+    if lv is None:
         return 2
     if a.delay > 0:
         t_end = time.monotonic() + a.delay

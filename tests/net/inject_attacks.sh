@@ -111,7 +111,7 @@ cat "$WORK/rc"
 
 PYTHONPATH="$HERE" "$PY" - "$WORK" "$COUNT" "$MODE" $RUNS <<'PY'
 import json, os, sys
-from netcheck import check, finish
+from netcheck import check, finish, load_json
 work, count, mode, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 # Bounds documented in docs/tap-threats.md (receiver, whole 8 s transfer).
 CPU_MAX_MS = 2000
@@ -122,11 +122,7 @@ for l in open(os.path.join(work, "rc")):
     rcs[k] = int(v)
 
 def load(name):
-    try:
-        with open(os.path.join(work, name)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
+    return load_json(work, name)
 
 def records(name):
     lines = [json.loads(l) for l in open(os.path.join(work, name + ".recv.jsonl")) if l.strip()]

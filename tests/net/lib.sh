@@ -131,19 +131,20 @@ net_run_stream() {
     net_wait_receiver
 }
 
-# net_stream_test BINDIR PROG PREFIX WORKNAME PORT "UP_ARGS" "RECV_ARGS" "SEND_ARGS":
+# net_stream_test BINDIR PROG PREFIX WORKNAME PORT "UP_ARGS" "ARGS" "SEND_ARGS":
 # the run of a streaming-example test over the testbed, up to its checks:
 # root (else exit 77), net_stream_init, the testbed up with UP_ARGS, the
 # receiver listening on PORT of the receiver namespace (ADDR), then
-# net_run_stream with RECV_ARGS and SEND_ARGS. The caller checks the logs
-# (WORK/recv.jsonl, WORK/send.jsonl).
+# net_run_stream with ARGS for the receiver and ARGS SEND_ARGS for the
+# sender (the mode, count and sizes both ends must agree on are written
+# once). The caller checks the logs (WORK/recv.jsonl, WORK/send.jsonl).
 net_stream_test() {
     net_require_root "network namespaces, the AF_PACKET tap"
     net_stream_init "$1" "$2" "$3" "$4"
     # shellcheck disable=SC2086 # the testbed options are meant to split
     net_testbed_up $6
     ADDR=$(net_addr receiver "$5")
-    net_run_stream "$BIN" "$ADDR" "$7" "$8"
+    net_run_stream "$BIN" "$ADDR" "$7" "$7 $8"
 }
 
 # net_wait_receiver: waits for RECV_PID, sets RRC to its exit status, clears

@@ -6,9 +6,10 @@ finish() exits 1 if any check failed (0 otherwise), receiver_log() splits a
 utls-stream / utls-substreams receiver log, count_really_early() tells
 whether records marked out of order really overtook an earlier one, and
 check_delivered_once() / check_out_of_order() are the delivery checks of a
-utls-stream receiver's log.
+utls-stream receiver's log; load_json() reads a helper's JSON result.
 """
 import json
+import os
 import sys
 
 fails = []
@@ -24,6 +25,17 @@ def check(ok, what):
 def finish():
     """Exits 1 if any check() failed, else 0."""
     sys.exit(1 if fails else 0)
+
+
+def load_json(work, name):
+    """The JSON object in the file |name| in |work|, or {} if the helper that
+    writes it did not (it died, or never started): the checks on its keys
+    then fail instead of the script."""
+    try:
+        with open(os.path.join(work, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
 
 
 def receiver_log(path):

@@ -13,8 +13,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 COUNT=500
 net_stream_test "${1:-}" utls-stream "utap$$" net-stream-tap 4433 "--rtt 100 --loss 2 --seed 4242" \
-    "--mode utls --count $COUNT --size 1448 --timeout 60" \
-    "--mode utls --count $COUNT --size 1448 --interval 10 --timeout 60"
+    "--mode utls --count $COUNT --size 1448 --timeout 60" "--interval 10"
 PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
 import sys
 from netcheck import check, check_delivered_once, check_out_of_order, finish, fork_receiver_log

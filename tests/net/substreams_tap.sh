@@ -15,8 +15,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 COUNT=1000
 net_stream_test "${1:-}" utls-substreams "${UTLS_SST_PREFIX:-sst}" net-substreams 4433 "--rtt 100 --loss 2 --seed 9090" \
-    "--mode utls_streams --count $COUNT --streams 4 --size 300 --timeout 90" \
-    "--mode utls_streams --count $COUNT --streams 4 --size 300 --interval 20 --timeout 90"
+    "--mode utls_streams --count $COUNT --streams 4 --size 300 --timeout 90" "--interval 20"
 PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
 import sys
 from netcheck import check, finish, fork_receiver_log

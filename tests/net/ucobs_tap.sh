@@ -14,8 +14,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 COUNT=500
 net_stream_test "${1:-}" utls-stream "uco$$" net-ucobs-tap 4434 "--rtt 100 --loss 2 --seed 4242" \
-    "--mode ucobs --count $COUNT --size 1440 --timeout 60" \
-    "--mode ucobs --count $COUNT --size 1440 --interval 10 --timeout 60"
+    "--mode ucobs --count $COUNT --size 1440 --timeout 60" "--interval 10"
 PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$WORK/send.jsonl" "$COUNT" <<'PY'
 import json, sys
 from netcheck import check, check_delivered_once, check_out_of_order, finish, fork_receiver_log

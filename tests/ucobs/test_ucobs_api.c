@@ -22,6 +22,8 @@
 #include <openssl/err.h>
 #include <openssl/utls.h>
 
+#include "test_case.h"
+
 typedef struct {
     int lfd, cfd, sfd; /* listener, client (sender), accepted (receiver) */
     UTLS_TAP_LISTENER *tl;
@@ -250,8 +252,9 @@ static void test_malformed_and_eof(void **state)
 }
 
 /* Non-blocking: WANT_READ, then the poll descriptor wakes up. */
-static void nonblocking(int tap)
+static void nonblocking(void **state)
 {
+    const int tap = test_case_param(state);
     unsigned char in[2000], out[1440];
     conn c;
     UTLS_UCOBS *u;
@@ -294,18 +297,6 @@ static void nonblocking(int tap)
     conn_close(&c);
 }
 
-static void test_nonblocking(void **state)
-{
-    (void)state;
-    nonblocking(0);
-}
-
-static void test_tap_nonblocking(void **state)
-{
-    (void)state;
-    nonblocking(1);
-}
-
 /* The tap: required and available after UTLS_tap_listen; without the SYN,
  * REQUIRE_TAP fails with UTLS_R_TAP_NO_ISN and the default reads in order. */
 static void test_tap_selection(void **state)
@@ -342,11 +333,11 @@ int main(int argc, char **argv)
     const struct CMUnitTest api[] = {
         cmocka_unit_test(test_inorder_sizes),     cmocka_unit_test(test_wire_format),
         cmocka_unit_test(test_errors_lose_nothing), cmocka_unit_test(test_malformed_and_eof),
-        cmocka_unit_test(test_nonblocking),
+        TEST_CASE(test_nonblocking, nonblocking, &test_case_no),
     };
     const struct CMUnitTest tap[] = {
         cmocka_unit_test(test_tap_selection),
-        cmocka_unit_test(test_tap_nonblocking),
+        TEST_CASE(test_tap_nonblocking, nonblocking, &test_case_yes),
     };
 
     if (argc > 1 && strcmp(argv[1], "tap") == 0) {

@@ -49,6 +49,16 @@ static size_t candidates_at(utls_seqpred *sp, uint64_t *out, size_t max, uint64_
     return utls_seqpred_candidates(sp, out, max, &q);
 }
 
+/* only_candidate checks that |sp| has exactly one candidate for a record of
+ * |wire_len| bytes at |offset| and returns it. */
+static uint64_t only_candidate(utls_seqpred *sp, uint64_t offset, size_t wire_len)
+{
+    uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
+
+    assert_int_equal(candidates_at(sp, out, UTLS_SEQPRED_MAX_CANDIDATES, offset, wire_len), 1);
+    return out[0];
+}
+
 static utls_seqpred *new_with_anchor(uint64_t offset, uint64_t seq, size_t wire_len)
 {
     utls_seqpred *sp = utls_seqpred_new(NULL);
@@ -117,8 +127,7 @@ static void test_seqpred_constant_sizes_first_exact(void **state)
     add_anchors(sp, 10);
     uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
     for (uint64_t lost = 0; lost < 50; lost++) {
-        utls_seqpred_query q = query((10 + lost) * 1448, 1448);
-        size_t n = utls_seqpred_candidates(sp, out, UTLS_SEQPRED_MAX_CANDIDATES, &q);
+        size_t n = candidates_at(sp, out, UTLS_SEQPRED_MAX_CANDIDATES, (10 + lost) * 1448, 1448);
         assert_true(n >= 1);
         assert_int_equal(out[0], 10 + lost);
     }
@@ -135,16 +144,13 @@ static void test_seqpred_declared_constant_one(void **state)
     utls_seqpred *sp = utls_seqpred_new(&cfg);
     assert_int_equal(add_anchor(sp, 5000, 7, 1000), 1);
     uint64_t out[8];
-    utls_seqpred_query q = query(9000, 1000);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 8, &q), 1);
-    assert_int_equal(out[0], 11); /* 3 records in [6000, 9000) */
+    assert_int_equal(only_candidate(sp, 9000, 1000), 11); /* 3 records in [6000, 9000) */
     assert_int_equal(candidates_at(sp, out, 8, 9500, 1000), 0);
     /* Only an anchor above: count backwards. */
     utls_seqpred_free(sp);
     sp = utls_seqpred_new(&cfg);
     assert_int_equal(add_anchor(sp, 100000, 500, 1000), 1);
-    assert_int_equal(candidates_at(sp, out, 8, 95000, 1000), 1);
-    assert_int_equal(out[0], 495);
+    assert_int_equal(only_candidate(sp, 95000, 1000), 495);
     utls_seqpred_free(sp);
 }
 
@@ -164,8 +170,7 @@ static void test_seqpred_bounds_from_sizes(void **state)
     }
     assert_int_equal(out[0], 4); /* 1500 / 500 = 3 records in the gap */
     /* Gap 0: exactly the next record. */
-    assert_int_equal(candidates_at(sp, out, 8, 500, 500), 1);
-    assert_int_equal(out[0], 1);
+    assert_int_equal(only_candidate(sp, 500, 500), 1);
     /* Gap smaller than the smallest record: impossible. */
     assert_int_equal(candidates_at(sp, out, 8, 550, 500), 0);
     /* Inside the anchor record: impossible. */
@@ -187,23 +192,18 @@ static void test_seqpred_both_directions(void **state)
     /* Records 11..13 fill [500, 2000). A header at 1000 (len 500): from
      * below 500 bytes hold 1..5 records (seq 12..16), from above also 1..5
      * (seq 8..12): only 12 is consistent with both. */
-    utls_seqpred_query q = query(1000, 500);
+    assert_int_equal(only_candidate(sp, 1000, 500), 12);
     uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
-    size_t n = utls_seqpred_candidates(sp, out, UTLS_SEQPRED_MAX_CANDIDATES, &q);
-    assert_int_equal(n, 1);
-    assert_int_equal(out[0], 12);
     /* A record that would overlap the anchor above. */
     assert_int_equal(candidates_at(sp, out, 8, 1800, 500), 0);
     /* Header just before the anchor above: seq 13. */
-    q = query(1500, 500);
-    n = utls_seqpred_candidates(sp, out, 8, &q);
+    size_t n = candidates_at(sp, out, 8, 1500, 500);
     assert_true(n >= 1);
     assert_int_equal(out[0], 13);
     assert_false(contains(out, n, 14));
     assert_false(contains(out, n, 10));
     /* Exactly an anchor's offset: its sequence number. */
-    assert_int_equal(candidates_at(sp, out, 8, 2000, 500), 1);
-    assert_int_equal(out[0], 14);
+    assert_int_equal(only_candidate(sp, 2000, 500), 14);
     utls_seqpred_free(sp);
 }
 
@@ -291,8 +291,7 @@ static void test_seqpred_no_anchor_no_candidates(void **state)
     (void)state;
     utls_seqpred *sp = utls_seqpred_new(NULL);
     uint64_t out[4];
-    utls_seqpred_query q = query(1000, 100);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 4, &q), 0);
+    assert_int_equal(candidates_at(sp, out, 4, 1000, 100), 0);
     utls_seqpred_free(sp);
 }
 
@@ -345,10 +344,7 @@ static void test_seqpred_advance(void **state)
     }
     utls_seqpred_advance(sp, 550);
     assert_int_equal(utls_seqpred_num_anchors(sp), 6); /* 4 (ends 500) .. 9 */
-    uint64_t out[4];
-    utls_seqpred_query q = query(500, 100);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 4, &q), 1);
-    assert_int_equal(out[0], 5);
+    assert_int_equal(only_candidate(sp, 500, 100), 5);
     utls_seqpred_free(sp);
 }
 
@@ -362,10 +358,7 @@ static void test_seqpred_origin_bounds_without_stats(void **state)
     assert_int_equal(utls_seqpred_add_origin(sp, 5, 1), 0);
     assert_int_equal(utls_seqpred_add_origin(sp, 10000, 1), 1);
     assert_true(utls_seqpred_mean_wire_len(sp) == 0.0);
-    uint64_t out[4];
-    utls_seqpred_query q = query(10000, 500);
-    assert_int_equal(utls_seqpred_candidates(sp, out, 4, &q), 1);
-    assert_int_equal(out[0], 1);
+    assert_int_equal(only_candidate(sp, 10000, 500), 1);
     utls_seqpred_free(sp);
 }
 

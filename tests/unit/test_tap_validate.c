@@ -124,6 +124,14 @@ static size_t build(const seg_spec *sp, tap_segment *seg)
     return iphl + tcp_len;
 }
 
+/* validator_init: |v| as a tapped connection has it before its first
+ * segment (nothing learnt), with a receive window of |rcv_window| bytes. */
+static void validator_init(utls_tap_validator *v, uint64_t rcv_window)
+{
+    memset(v, 0, sizeof(*v));
+    v->rcv_window = rcv_window;
+}
+
 static utls_tap_verdict check(utls_tap_validator *v, const seg_spec *sp, unsigned int status,
                               uint64_t offset, uint64_t confirmed)
 {
@@ -141,8 +149,7 @@ static void test_tap_validate_checksum(void **state)
     size_t len;
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 1 << 20;
+    validator_init(&v, 1 << 20);
     for (sp.v6 = 0; sp.v6 <= 1; sp.v6++) {
         for (sp.payload = 0; sp.payload < 40; sp.payload += 13) { /* odd lengths too */
             sp.bad_csum = 0;
@@ -178,8 +185,7 @@ static void test_tap_validate_flags_and_window(void **state)
     seg_spec sp = {0, 1000, 5000, 0x18, 0, 0, 100, 0};
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 65536;
+    validator_init(&v, 65536);
     sp.flags = 0x08; /* PSH without ACK */
     assert_int_equal(check(&v, &sp, 0, 100, 0), UTLS_TAP_SEG_BAD_FLAGS);
     sp.flags = 0x14; /* RST|ACK with data */
@@ -198,8 +204,7 @@ static void test_tap_validate_ack(void **state)
     seg_spec sp = {0, 1000, 5000, 0x10, 0, 0, 100, 0};
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 1 << 20;
+    validator_init(&v, 1 << 20);
     /* The first segment the kernel took in order teaches the ACK. */
     assert_int_equal(check(&v, &sp, 0, 0, 100), UTLS_TAP_SEG_OK);
     assert_int_equal(v.ack_known, 1);
@@ -253,8 +258,7 @@ static void test_tap_validate_ack_exact(void **state)
     seg_spec sp = {0, 1000, 5000, 0x10, 0, 0, 100, 0};
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 1 << 20;
+    validator_init(&v, 1 << 20);
     /* We answered the SYN: ISN 4999, SND.UNA = 5000 + bytes acked. */
     utls_tap_validator_set_send_base(&v, 4999, 0);
     fake_off = 0;
@@ -283,8 +287,7 @@ static void test_tap_validate_ack_exact(void **state)
 
     /* We sent the SYN (its acknowledgement counts in tcpi_bytes_acked), and
      * the sequence wraps. */
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 1 << 20;
+    validator_init(&v, 1 << 20);
     utls_tap_validator_set_send_base(&v, 0xffffff00u, 1);
     fake_off = 0x201; /* the SYN and 0x200 bytes */
     sp.ack = 0x101;
@@ -362,8 +365,7 @@ static void test_tap_validate_paws(void **state)
     seg_spec sp = {1, 1000, 5000, 0x10, 1, 700000, 100, 0};
 
     (void)state;
-    memset(&v, 0, sizeof(v));
-    v.rcv_window = 1 << 20;
+    validator_init(&v, 1 << 20);
     /* Nothing known yet: any timestamp passes. */
     sp.tsval = 5;
     assert_int_equal(check(&v, &sp, 0, 200, 100), UTLS_TAP_SEG_OK);

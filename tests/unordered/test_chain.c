@@ -40,6 +40,7 @@
 #include <openssl/ssl.h>
 #include <openssl/utls.h>
 
+#include "test_case.h"
 #include "uharness.h"
 
 /* Records a test writes at most (the hole, the chain, what follows). */
@@ -150,10 +151,7 @@ static void read_record(chain *ch, int r, int ooo, uint32_t gen)
     uint32_t index;
     UTLS_RECORD_INFO info;
 
-    if (!UTLS_read_record(ch->p.s, buf, sizeof(buf), &n, &info)) {
-        uh_errors_to_stderr("chain");
-        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(ch->p.s, 0));
-    }
+    assert_true(uh_read_record(ch->p.s, "chain", r, buf, sizeof(buf), &n, &info));
     assert_true(uh_msg_check(buf, n, &index));
     assert_int_equal(index, ch->msg_index[r]);
     assert_int_equal(info.out_of_order != 0, ooo);
@@ -188,8 +186,9 @@ static UTLS_STATS stats(chain *ch)
 /* A hole at record 0, then records 1..N one segment each: each is
  * delivered early as soon as it is whole, with one trial decryption and no
  * failure; the hole delivers record 0 and skips the rest unread. */
-static void run_chain(int split)
+static void run_chain(void **state)
 {
+    const int split = test_case_param(state);
     enum { N = 16 };
     chain ch;
     UTLS_STATS st;
@@ -247,8 +246,9 @@ static int write_sized(chain *ch, uint32_t index, size_t len)
     return r;
 }
 
-static void run_hole_in_long_record(int into_next)
+static void run_hole_in_long_record(void **state)
 {
+    const int into_next = test_case_param(state);
     /* What tstclnt sent at 2% loss when the lock-out was found: one short
      * record, one of 4000 bytes, then records of 50 to 1400 bytes. */
     static const size_t after[] = {329, 162, 972, 70, 164, 152, 1281, 1508 - 22, 930, 193, 480,
@@ -296,30 +296,6 @@ static void run_hole_in_long_record(int into_next)
     chain_free(&ch);
 }
 
-static void test_chain_hole_inside_long_record(void **state)
-{
-    (void)state;
-    run_hole_in_long_record(0);
-}
-
-static void test_chain_hole_into_next_header(void **state)
-{
-    (void)state;
-    run_hole_in_long_record(1);
-}
-
-static void test_chain_whole_records(void **state)
-{
-    (void)state;
-    run_chain(0);
-}
-
-static void test_chain_split_records(void **state)
-{
-    (void)state;
-    run_chain(1);
-}
-
 /*
  * Record 3 arrives with a forged header (|how|: 0 an outer type TLS 1.3
  * never uses, 1 a length one byte short, still plausible). The chain breaks
@@ -328,8 +304,9 @@ static void test_chain_split_records(void **state)
  * when the hole fills the in-order path fails on record 3, as stock OpenSSL
  * would over a TCP stream carrying them.
  */
-static void run_forged_header(int how)
+static void run_forged_header(void **state)
 {
+    const int how = test_case_param(state);
     chain ch;
     UTLS_STATS st;
     uint8_t *w;
@@ -368,26 +345,15 @@ static void run_forged_header(int how)
     chain_free(&ch);
 }
 
-static void test_chain_forged_type_at_cursor(void **state)
-{
-    (void)state;
-    run_forged_header(0);
-}
-
-static void test_chain_forged_length_at_cursor(void **state)
-{
-    (void)state;
-    run_forged_header(1);
-}
-
 /*
  * A segment overlaps the end of verified record 2 with other bytes and
  * carries the start of record 3: genuine (|forge_next| 0) or forged. Held
  * bytes win, so record 2 stays as verified; record 3 is delivered early only
  * if its bytes are genuine, and record 4 is delivered early either way.
  */
-static void run_overlap(int forge_next)
+static void run_overlap(void **state)
 {
+    const int forge_next = test_case_param(state);
     chain ch;
     UTLS_STATS st;
     uint8_t seg[400];
@@ -429,18 +395,6 @@ static void run_overlap(int forge_next)
         assert_int_equal(st.decryptions_saved, 4);
     }
     chain_free(&ch);
-}
-
-static void test_chain_overlap_genuine_next(void **state)
-{
-    (void)state;
-    run_overlap(0);
-}
-
-static void test_chain_overlap_forged_next(void **state)
-{
-    (void)state;
-    run_overlap(1);
 }
 
 /*
@@ -694,19 +648,19 @@ static void test_chain_nothing_to_read_in_order(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chain_whole_records),
-        cmocka_unit_test(test_chain_split_records),
-        cmocka_unit_test(test_chain_forged_type_at_cursor),
-        cmocka_unit_test(test_chain_forged_length_at_cursor),
-        cmocka_unit_test(test_chain_overlap_genuine_next),
-        cmocka_unit_test(test_chain_overlap_forged_next),
+        TEST_CASE(test_chain_whole_records, run_chain, &test_case_no),
+        TEST_CASE(test_chain_split_records, run_chain, &test_case_yes),
+        TEST_CASE(test_chain_forged_type_at_cursor, run_forged_header, &test_case_no),
+        TEST_CASE(test_chain_forged_length_at_cursor, run_forged_header, &test_case_yes),
+        TEST_CASE(test_chain_overlap_genuine_next, run_overlap, &test_case_no),
+        TEST_CASE(test_chain_overlap_forged_next, run_overlap, &test_case_yes),
         cmocka_unit_test(test_chain_nonce_per_probe),
         cmocka_unit_test(test_chain_key_update_inside),
         cmocka_unit_test(test_chain_meets_hole_filling),
         cmocka_unit_test(test_chain_end_of_stream_after_chain),
         cmocka_unit_test(test_chain_nothing_to_read_in_order),
-        cmocka_unit_test(test_chain_hole_inside_long_record),
-        cmocka_unit_test(test_chain_hole_into_next_header),
+        TEST_CASE(test_chain_hole_inside_long_record, run_hole_in_long_record, &test_case_no),
+        TEST_CASE(test_chain_hole_into_next_header, run_hole_in_long_record, &test_case_yes),
     };
 
     return cmocka_run_group_tests_name("chain", tests, uh_identity_setup, uh_identity_teardown);

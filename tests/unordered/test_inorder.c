@@ -84,12 +84,7 @@ static void expect_record(pair *p, int r, int out_of_order, uint64_t t_pushed)
     UTLS_RECORD_INFO info;
 
     memset(&info, 0xa5, sizeof(info));
-    ERR_clear_error();
-    if (!UTLS_read_record(p->tls.s, buf, sizeof(buf), &n, &info)) {
-        uh_errors_to_stderr("inorder");
-        fail_msg("record %d: read failed (SSL_get_error %d)", r,
-                 SSL_get_error(p->tls.s, 0));
-    }
+    assert_true(uh_read_record(p->tls.s, "inorder", r, buf, sizeof(buf), &n, &info));
     assert_int_equal(n, RECORD_LEN);
     assert_memory_equal(buf, p->plain[r], n);
     assert_int_equal(info.out_of_order != 0, out_of_order);

@@ -84,11 +84,7 @@ static void expect(pair *p, int r, int out_of_order)
     size_t n;
     UTLS_RECORD_INFO info;
 
-    ERR_clear_error();
-    if (!UTLS_read_record(p->tls.s, buf, sizeof(buf), &n, &info)) {
-        uh_errors_to_stderr("iptunnel");
-        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(p->tls.s, 0));
-    }
+    assert_true(uh_read_record(p->tls.s, "iptunnel", r, buf, sizeof(buf), &n, &info));
     assert_int_equal(info.seq, (uint64_t)r);
     assert_int_equal(n, p->plain_len[r]);
     assert_memory_equal(buf, p->plain[r], n);

@@ -29,6 +29,7 @@
 #include <openssl/ssl.h>
 #include <openssl/utls.h>
 
+#include "test_case.h"
 #include "uharness.h"
 
 /* The segment BIO's bound on runs held past a hole (UTLS_SEG_MAX_RUNS in
@@ -91,11 +92,7 @@ static void read_record(pair *p, int r, int out_of_order)
     size_t n;
     UTLS_RECORD_INFO info;
 
-    ERR_clear_error();
-    if (!UTLS_read_record(p->sp.s, buf, sizeof(buf), &n, &info)) {
-        uh_errors_to_stderr("onestore");
-        fail_msg("record %d: read failed (SSL_get_error %d)", r, SSL_get_error(p->sp.s, 0));
-    }
+    assert_true(uh_read_record(p->sp.s, "onestore", r, buf, sizeof(buf), &n, &info));
     assert_int_equal(n, p->len[r]);
     assert_memory_equal(buf, p->plain[r], n);
     assert_int_equal(info.out_of_order != 0, out_of_order);
@@ -189,8 +186,9 @@ static void evict_last(pair *p)
         push(p, r);
 }
 
-static void run_evicted(int forge)
+static void run_evicted(void **state)
 {
+    const int forge = test_case_param(state);
     pair p;
     int last = NUM_RECORDS - 1;
     UTLS_STATS st;
@@ -228,18 +226,6 @@ static void run_evicted(int forge)
         assert_int_equal(st.bodies_skipped, NUM_MIDDLE);
     }
     pair_free(&p);
-}
-
-static void test_onestore_evicted_then_forged(void **state)
-{
-    (void)state;
-    run_evicted(1);
-}
-
-static void test_onestore_evicted_then_identical(void **state)
-{
-    (void)state;
-    run_evicted(0);
 }
 
 /* The receive window counts from the read point (docs/segment-bio.md,
@@ -290,8 +276,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_onestore_held_bytes_win),
         cmocka_unit_test(test_onestore_skips_verified_records),
-        cmocka_unit_test(test_onestore_evicted_then_forged),
-        cmocka_unit_test(test_onestore_evicted_then_identical),
+        TEST_CASE(test_onestore_evicted_then_forged, run_evicted, &test_case_yes),
+        TEST_CASE(test_onestore_evicted_then_identical, run_evicted, &test_case_no),
         cmocka_unit_test(test_onestore_window_counts_from_read_point),
     };
     return cmocka_run_group_tests_name("unordered-onestore", tests,

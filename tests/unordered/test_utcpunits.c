@@ -70,11 +70,7 @@ static void expect_record(pair *p, uint32_t r, int out_of_order)
     uint32_t index;
     UTLS_RECORD_INFO info;
 
-    ERR_clear_error();
-    if (!UTLS_read_record(p->tls.s, buf, sizeof(buf), &n, &info)) {
-        uh_errors_to_stderr("utcpunits");
-        fail_msg("record %u: read failed (SSL_get_error %d)", r, SSL_get_error(p->tls.s, 0));
-    }
+    assert_true(uh_read_record(p->tls.s, "utcpunits", r, buf, sizeof(buf), &n, &info));
     assert_true(uh_msg_check(buf, n, &index));
     assert_int_equal(index, r);
     assert_int_equal(info.out_of_order != 0, out_of_order);

@@ -56,6 +56,7 @@ SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SRC, "wireshark"))
 sys.path.insert(0, os.path.join(SRC, "bench", "latency"))
 import ooo_records  # noqa: E402  (the command the demo prints)
+from tcpdump_capture import missing_prerequisite  # noqa: E402
 
 SKIP = 77
 
@@ -364,12 +365,10 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
-    for tool in ("tcpdump", "editcap", "setpriv", "bash", a.tshark):
-        if shutil.which(tool) is None:
-            log("SKIP: %s not installed" % tool)
-            return SKIP
-    if os.geteuid() != 0:
-        log("SKIP: the testbed (network namespaces), the tap and tcpdump need root")
+    why = missing_prerequisite(("tcpdump", "editcap", "setpriv", "bash", a.tshark),
+                               "the testbed (network namespaces), the tap and tcpdump need root")
+    if why is not None:
+        log("SKIP: " + why)
         return SKIP
     try:
         ooo_records.plugin_dir(a.build)

@@ -1,9 +1,13 @@
 """tcpdump_capture.py: a tcpdump capture that is known to be listening before
-the traffic starts and is stopped so that it loses no packet.
+the traffic starts and is stopped so that it loses no packet, and the check
+of what a capture test needs before it starts (missing_prerequisite).
 
-Shared by tests/wireshark/wire_tests.py, tests/wireshark/ucobs_session.py and
-tests/ern-interop/ern_interop.py. Standard library only.
+Shared by tests/wireshark/wire_tests.py, tests/wireshark/ucobs_session.py,
+tests/wireshark/demo_capture.py and tests/ern-interop/ern_interop.py.
+Standard library only.
 """
+import os
+import shutil
 import signal
 import subprocess
 import time
@@ -12,6 +16,18 @@ import time
 START_TIMEOUT_S = 10
 # How long a stopped tcpdump may take to write its file and exit.
 STOP_TIMEOUT_S = 10
+
+
+def missing_prerequisite(tools, need_root=None):
+    """Why a capture test cannot run here (its caller then exits SKIP), or
+    None: the first of |tools| that is not on PATH, else, when |need_root|
+    (what needs root, as a sentence) is given and we are not root, that."""
+    for tool in tools:
+        if shutil.which(tool) is None:
+            return "%s not installed (tools/install-deps.sh)" % tool
+    if need_root is not None and os.geteuid() != 0:
+        return need_root
+    return None
 
 
 class TcpdumpCapture:

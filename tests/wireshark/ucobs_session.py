@@ -55,7 +55,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-from tcpdump_capture import TcpdumpCapture
+from tcpdump_capture import TcpdumpCapture, missing_prerequisite
 
 SKIP = 77
 MAX_DATAGRAM = 65535
@@ -521,12 +521,10 @@ def prerequisites(a):
     if the plugin |a.plugin| is missing or not in a DIR/X.Y/epan/ tree;
     otherwise sets a.plugin_dir (the DIR for WIRESHARK_PLUGIN_DIR) and
     returns True. Shared with utls_scope.py."""
-    for tool in ("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap", "mergecap", a.tshark):
-        if shutil.which(tool) is None:
-            log("SKIP: %s not installed" % tool)
-            return False
-    if os.geteuid() != 0:
-        log("SKIP: network namespaces and tcpdump need root")
+    why = missing_prerequisite(("tcpdump", "ip", "ethtool", "nft", "setpriv", "openssl", "editcap",
+                                "mergecap", a.tshark), "network namespaces and tcpdump need root")
+    if why is not None:
+        log("SKIP: " + why)
         return False
     if not os.path.isfile(a.plugin):
         raise Fail("no plugin at %s (build the utls_wireshark target)" % a.plugin)

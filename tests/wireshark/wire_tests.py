@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from tcpdump_capture import TcpdumpCapture
+from tcpdump_capture import TcpdumpCapture, missing_prerequisite
 
 SKIP = 77
 
@@ -469,12 +469,12 @@ def main():
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
-    for tool in ("tcpdump", "openssl", a.tshark):
-        if shutil.which(tool) is None:
-            log("SKIP: %s not installed (tools/install-deps.sh)" % tool)
-            return SKIP
-    if a.command != "vectors" and os.geteuid() != 0:
-        log("SKIP: capturing with tcpdump (and tshark loading the installed plugin) needs root")
+    why = missing_prerequisite(("tcpdump", "openssl", a.tshark),
+                               None if a.command == "vectors" else
+                               "capturing with tcpdump (and tshark loading the installed plugin) "
+                               "needs root")
+    if why is not None:
+        log("SKIP: " + why)
         return SKIP
     work = tempfile.mkdtemp(prefix="utls-ws-")
     try:

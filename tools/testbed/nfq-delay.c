@@ -53,6 +53,8 @@
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <libnfnetlink/libnfnetlink.h>
 
+#include "test_rng.h" /* tests/common: the generator the tests use too */
+
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
 #endif
@@ -262,36 +264,14 @@ struct rng {
     uint64_t s[4];
 };
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 static void rng_seed(struct rng *r, uint64_t seed)
 {
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
-}
-
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
+    test_xoshiro256ss_seed(r->s, seed);
 }
 
 static uint64_t rng_next(struct rng *r)
 {
-    uint64_t *s = r->s;
-    uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return res;
+    return test_xoshiro256ss_next(r->s);
 }
 
 /* uniform in [0,1) */
@@ -479,7 +459,7 @@ static void apply_config(void)
 {
     if (!G.cfg.seed_given) {
         uint64_t x = now_ns() ^ ((uint64_t)getpid() << 32);
-        G.cfg.seed = splitmix64(&x) & 0xffffffffULL;
+        G.cfg.seed = test_splitmix64(&x) & 0xffffffffULL;
         G.cfg.seed_given = 1; /* keep it across reloads that do not set one */
     }
     if (!G.cfg.match_given)
