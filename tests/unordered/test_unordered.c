@@ -76,6 +76,12 @@ enum {
     TAMPER_OOO_HDR_TYPE,     /* the header's content type */
     TAMPER_FILL,             /* the retransmission that fills the hole */
 };
+/* OpenSSL 3.2's reason for a failure inside the record layer (sslerr.h);
+ * the system's 3.0 headers, which these tests compile against, lack it. */
+#ifndef SSL_R_RECORD_LAYER_FAILURE
+#define SSL_R_RECORD_LAYER_FAILURE 313
+#endif
+
 enum { FORGE_NONE = 0, FORGE_RANDOM, FORGE_HEADERS, FORGE_RELOCATE, FORGE_MIX, FORGE_RELOCATE_TAIL };
 
 typedef struct scenario {
@@ -1350,8 +1356,14 @@ static void test_scenario_tamper(void **state)
     assert_int_equal(ERR_GET_REASON(u[0].sender_err), ERR_GET_REASON(s[0].sender_err));
     if (sc->tamper == TAMPER_OOO_TAG || sc->tamper == TAMPER_OOO_TAG_THEN_GOOD
         || sc->tamper == TAMPER_OOO_BODY || sc->tamper == TAMPER_FILL) {
-        /* A MAC failure in order: bad_record_mac, exactly as stock. */
-        assert_int_equal(ERR_GET_REASON(u[0].fatal_err), SSL_R_DECRYPTION_FAILED_OR_BAD_RECORD_MAC);
+        /* A MAC failure in order: bad_record_mac, exactly as stock. From
+         * OpenSSL 3.2 on (the 3.5 base) the record layer raises it and
+         * ssl3_read_bytes() puts SSL_R_RECORD_LAYER_FAILURE on top (stock
+         * does the same: compared above). */
+        assert_int_equal(ERR_GET_REASON(u[0].fatal_err),
+                         OpenSSL_version_num() >= 0x30200000L
+                             ? SSL_R_RECORD_LAYER_FAILURE
+                             : SSL_R_DECRYPTION_FAILED_OR_BAD_RECORD_MAC);
         assert_int_equal(ERR_GET_REASON(u[0].sender_err), SSL_R_SSLV3_ALERT_BAD_RECORD_MAC);
     }
     if (sc->tamper == TAMPER_OOO_TAG || sc->tamper == TAMPER_OOO_TAG_THEN_GOOD
@@ -1797,6 +1809,10 @@ static scenario *add_run(CMUnitTestFunction fn, const cipher_case *c, int profil
     sc->cipher = c->cipher;
     sc->ec = c->ec;
     sc->no_etm = c->no_etm;
+    /* OpenSSL 3.2 and later (the 3.5 base) offer the CCM-8 suites, whose
+     * 64-bit tag gives 64-bit security, at security level 0 only; 3.0 at
+     * Debian's level 2. The level does not change what is tested. */
+    sc->seclevel0 = strstr(c->cipher, "CCM8") != NULL || strstr(c->cipher, "CCM_8") != NULL;
     sc->profile = profile;
     sc->records = records;
     return sc;

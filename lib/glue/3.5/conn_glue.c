@@ -48,8 +48,8 @@ int UTLS_get_stats(const SSL *s, UTLS_STATS *out_stats)
         *out_stats = sc->utls->stats;
     } else {
         memset(out_stats, 0, sizeof(*out_stats));
-        /* Nothing was read out of order: on this base nothing is, yet
-         * (docs/base35.md), so no application key is ever taken up. */
+        /* No uTLS state: no record was read with the mode on, so no
+         * application key was taken up yet. */
         out_stats->fallback = UTLS_FALLBACK_HANDSHAKE;
     }
     if ((SSL_get_mode((SSL *)s) & SSL_MODE_UNORDERED) == 0)

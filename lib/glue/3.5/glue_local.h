@@ -30,5 +30,18 @@ void utls_ern_register(SSL_CTX *ctx);
 
 /* conf.c: SSL_MODE_UNORDERED of |s| came from UTLS_MODE/UTLSMode. */
 int utls_mode_from_config(const SSL *s);
+/* conf.c: |s|, whose mode came from UTLS_MODE/UTLSMode, matches one of the
+ * setting's scope words (port=, alpn=, sni=, all). */
+int utls_conf_in_scope(const SSL *s);
+
+/* read.c: the read record layer of |sc| when it is 3.5's own TLS record
+ * method (ssl/record/methods/tls_common.c), whose state uTLS reads; NULL for
+ * KTLS's, DTLS's or QUIC's. */
+struct ossl_record_layer_st;
+const struct ossl_record_layer_st *utls_rl35(const SSL_CONNECTION *sc);
+
+/* keygen.c: the private copy of the read cipher context, taken when a read
+ * key is installed (utls_hook35_read_key_changed). */
+void utls_copy_read_ctx(SSL *s, utls_conn *c);
 
 #endif

@@ -14,14 +14,30 @@
 
 struct ssl_connection_st;
 struct tls_record_st;
+struct ossl_record_layer_st;
+struct tls_rl_record_st;
 
 /*
  * utls_hook35_record_read: ssl3_read_bytes() took record |rr| from the read
  * record layer, in order (authenticated and decrypted). Called only with
- * SSL_MODE_UNORDERED: counts application records (UTLS_get_stats) and keeps
- * the record's sequence number and key generation for UTLS_read_record().
+ * SSL_MODE_UNORDERED: notes where the record lies in the stream (an anchor
+ * for the records past a hole), counts application records
+ * (UTLS_get_stats) and keeps the record's metadata for UTLS_read_record().
+ * A record that was already delivered out of order is emptied here, in
+ * |rr| and in the record layer, so that ssl3_read_bytes() releases it and
+ * reads on: delivered exactly once.
  */
 void utls_hook35_record_read(struct ssl_connection_st *s, struct tls_record_st *rr);
+
+/*
+ * utls_hook35_deliver_inorder: ssl3_read_bytes(), before copying an in-order
+ * application record |rr| longer than |len|: returns 1 to go on
+ * (SSL_MODE_UNORDERED_PARTIAL: the record is returned in parts), or 0 when
+ * |len| cannot hold the whole record (the error is raised; nothing is
+ * consumed).
+ */
+int utls_hook35_deliver_inorder(struct ssl_connection_st *s, struct tls_record_st *rr,
+                                size_t len);
 
 /*
  * utls_hook35_read_key_changed: ssl_set_new_record_layer() installed a new
@@ -30,5 +46,28 @@ void utls_hook35_record_read(struct ssl_connection_st *s, struct tls_record_st *
  * after the handshake starts a new key generation.
  */
 void utls_hook35_read_key_changed(struct ssl_connection_st *s, int level);
+
+/*
+ * utls_hook35_wakeup_only: ssl3_read_bytes(), when a read that is not for
+ * application data (the handshake's) would block with SSL_MODE_UNORDERED:
+ * returns 1 when the read BIO (a blocking tap) returned early only because
+ * segments past a hole were captured; they are taken (nothing is delivered
+ * during the handshake) and the read goes back to waiting in order. Returns
+ * 0 to fail the read as stock OpenSSL would.
+ */
+int utls_hook35_wakeup_only(struct ssl_connection_st *s);
+
+/*
+ * utls_hook35_skip_decrypt: tls_get_more_records(), once the whole record
+ * |rr| is read and before it is decrypted (read record layer |rl|, whose
+ * callback argument is the SSL_CONNECTION). Returns 1 if the record is the
+ * next in sequence and was already delivered out of order with exactly these
+ * bytes (same stream offset, length and sequence number; the same bytes in
+ * the connection's copy, or the same epoch of the read BIO's store); it is
+ * then accounted for as if decrypted (the read sequence number counts it)
+ * and returned empty as application data, which utls_hook35_record_read()
+ * skips. Returns 0, changing nothing, to decrypt it as usual.
+ */
+int utls_hook35_skip_decrypt(struct ossl_record_layer_st *rl, struct tls_rl_record_st *rr);
 
 #endif
