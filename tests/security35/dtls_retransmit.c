@@ -33,6 +33,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "test_identity.h"
+
 #define MAX_DGRAMS 256
 #define MAX_DGRAM 2048
 #define MAX_MSGS 16
@@ -231,26 +233,6 @@ err:
     return 0;
 }
 
-static void mapped_libssl(char *out, size_t len)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[4096];
-
-    snprintf(out, len, "?");
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *path = strchr(line, '/');
-
-        if (path != NULL && strstr(path, "libssl.so.3") != NULL) {
-            path[strcspn(path, "\n")] = '\0';
-            snprintf(out, len, "%s", path);
-            break;
-        }
-    }
-    fclose(f);
-}
-
 /* The retransmission timer: 1 ms at first, so that it has expired by the
  * time the test looks (DTLS_set_timer_cb: called with the current duration,
  * 0 for the first). */
@@ -368,7 +350,7 @@ int main(void)
         }
     }
 
-    mapped_libssl(lib, sizeof(lib));
+    ti_maps_libssl("/proc/self/maps", lib, sizeof(lib), "?");
     printf("{\"libssl\": \"%s\", \"fragments\": %d, \"retransmitted_mid_write\": %s, \"inconsistent\": %d, "
            "\"handshake\": \"%s\", \"data\": %s}\n",
            lib, fragments, retransmitted ? "true" : "false", inconsistent,
@@ -379,7 +361,7 @@ int main(void)
     return 1;
 fail:
     ERR_print_errors_fp(stderr);
-    mapped_libssl(lib, sizeof(lib));
+    ti_maps_libssl("/proc/self/maps", lib, sizeof(lib), "?");
     printf("{\"libssl\": \"%s\", \"fragments\": %d, \"handshake\": \"failed early\"}\n", lib, fragments);
     return 1;
 }

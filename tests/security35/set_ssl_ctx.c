@@ -31,6 +31,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "test_identity.h"
+
 /* A code point from the private-use range (RFC 8446 4.2.3: 0xFE00..0xFFFF). */
 #define TEST_SIGALG_CODE_POINT 0xfe7a
 #define TEST_KEYTYPE "UTLSTESTSIG"
@@ -153,51 +155,6 @@ static int make_server_ctx(SSL_CTX **out_ctx, EVP_PKEY *key, X509 *cert)
     return 1;
 }
 
-static int make_cert(EVP_PKEY **out_key, X509 **out_cert)
-{
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *cert = X509_new();
-    X509_NAME *name;
-
-    if (key == NULL || cert == NULL)
-        goto err;
-    name = X509_get_subject_name(cert);
-    if (!X509_set_version(cert, 2) || !ASN1_INTEGER_set(X509_get_serialNumber(cert), 1)
-        || !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"security35.test", -1, -1, 0)
-        || !X509_set_issuer_name(cert, name) || X509_gmtime_adj(X509_getm_notBefore(cert), 0) == NULL
-        || X509_gmtime_adj(X509_getm_notAfter(cert), 3600) == NULL || !X509_set_pubkey(cert, key)
-        || !X509_sign(cert, key, EVP_sha256()))
-        goto err;
-    *out_key = key;
-    *out_cert = cert;
-    return 1;
-err:
-    EVP_PKEY_free(key);
-    X509_free(cert);
-    return 0;
-}
-
-/* The libssl.so.3 this process has mapped (the run is about which one). */
-static void mapped_libssl(char *out, size_t len)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[4096];
-
-    snprintf(out, len, "?");
-    if (f == NULL)
-        return;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        char *path = strchr(line, '/');
-
-        if (path != NULL && strstr(path, "libssl.so.3") != NULL) {
-            path[strcspn(path, "\n")] = '\0';
-            snprintf(out, len, "%s", path);
-            break;
-        }
-    }
-    fclose(f);
-}
-
 /* Drives both ends over a BIO pair until both finish or one fails. */
 static int handshake(SSL *client, SSL *server)
 {
@@ -251,7 +208,8 @@ int main(void)
     char lib[1024];
     int ok, offered, rc = 1;
 
-    if (!make_cert(&key, &cert) || !make_server_ctx(&first_ctx, key, cert)) {
+    if (!ti_make_identity(1, "security35.test", &key, &cert)
+        || !make_server_ctx(&first_ctx, key, cert)) {
         fprintf(stderr, "set_ssl_ctx: cannot set up the first server context\n");
         ERR_print_errors_fp(stderr);
         return 1;
@@ -283,7 +241,7 @@ int main(void)
 
     ok = handshake(client, server);
     offered = peer_offered_test_sigalg(server);
-    mapped_libssl(lib, sizeof(lib));
+    ti_maps_libssl("/proc/self/maps", lib, sizeof(lib), "?");
     printf("{\"libssl\": \"%s\", \"version\": \"%s\", \"switched\": %s, \"offered\": %s, \"handshake\": \"%s\"}\n",
            lib, OpenSSL_version(OPENSSL_VERSION), switched ? "true" : "false", offered ? "true" : "false",
            ok ? "ok" : "failed");
