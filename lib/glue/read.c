@@ -62,7 +62,6 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
 
     utls_conn *c;
     utls_ready_record *r;
-    size_t n;
 
     if (SSL_in_init(s) || (s->shutdown & SSL_RECEIVED_SHUTDOWN) || ossl_statem_in_error(s))
         return UTLS_HOOK_PASS;
@@ -130,38 +129,15 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
         evloop_note_read(s, c, 1); /* a record is delivered, in order */
         return UTLS_HOOK_PASS;
     }
-    n = r->len;
-    if (len < n) {
-        if ((s->mode & SSL_MODE_UNORDERED_PARTIAL) == 0) {
-            utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu", r->len,
-                       len);
-            *out_ret = -1;
-            return UTLS_HOOK_HANDLED;
-        }
-        n = len; /* the first part; the rest follows (or, peeking, stays) */
-    }
-    if (!peek && !utls_ready_mark_delivered(c, r)) {
-        /* Cannot remember it: let the in-order path deliver it instead. */
-        utls_ready_remove(c, 0);
-        c->last_info_valid = 0;
+    switch (utls_ready_deliver(c, (s->mode & SSL_MODE_UNORDERED_PARTIAL) != 0, buf, len, peek,
+                               readbytes)) {
+    case UTLS_READY_TOO_SMALL:
+        *out_ret = -1;
+        return UTLS_HOOK_HANDLED;
+    case UTLS_READY_IN_ORDER:
         return UTLS_HOOK_PASS;
-    }
-    memcpy(buf, r->data, n);
-    *readbytes = n;
-    utls_ready_info(c, r);
-    if (!peek) {
-        c->stats.records_out_of_order++;
-        if (n < r->len) {
-            /* SSL_MODE_UNORDERED_PARTIAL: the next reads return the rest
-             * before anything else. */
-            c->rx.ready.partial = *r;
-            c->rx.ready.partial_pos = n;
-            c->rx.ready.partial_active = 1;
-            r->data = NULL; /* now owned by c->rx.ready.partial */
-            r->buf = NULL;
-            r->len = 0;
-        }
-        utls_ready_remove(c, 0);
+    case UTLS_READY_DELIVERED:
+        break;
     }
     evloop_note_read(s, c, 1);
     s->rwstate = SSL_NOTHING;

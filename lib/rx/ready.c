@@ -143,6 +143,45 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r)
                            r->wire_len, r->store_epoch);
 }
 
+utls_ready_outcome utls_ready_deliver(utls_conn *c, int partial, unsigned char *buf, size_t len,
+                                      int peek, size_t *readbytes)
+{
+    utls_ready_record *r = &c->rx.ready.rec[0];
+    size_t n = r->len;
+
+    if (len < n) {
+        if (!partial) {
+            utls_raise(UTLS_R_BUFFER_TOO_SMALL, "record of %zu bytes, buffer of %zu", r->len,
+                       len);
+            return UTLS_READY_TOO_SMALL;
+        }
+        n = len; /* the first part; the rest follows (or, peeking, stays) */
+    }
+    if (!peek && !utls_ready_mark_delivered(c, r)) {
+        /* Cannot remember it: let the in-order path deliver it instead. */
+        utls_ready_remove(c, 0);
+        c->last_info_valid = 0;
+        return UTLS_READY_IN_ORDER;
+    }
+    memcpy(buf, r->data, n);
+    *readbytes = n;
+    utls_ready_info(c, r);
+    if (!peek) {
+        c->stats.records_out_of_order++;
+        if (n < r->len) {
+            /* The next reads return the rest before anything else. */
+            c->rx.ready.partial = *r;
+            c->rx.ready.partial_pos = n;
+            c->rx.ready.partial_active = 1;
+            r->data = NULL; /* now owned by c->rx.ready.partial */
+            r->buf = NULL;
+            r->len = 0;
+        }
+        utls_ready_remove(c, 0);
+    }
+    return UTLS_READY_DELIVERED;
+}
+
 /* SSL_MODE_UNORDERED_PARTIAL: the next part of the record being returned. */
 int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
                             size_t *readbytes, int *out_ret)

@@ -178,6 +178,23 @@ int utls_ready_mark_delivered(utls_conn *c, const utls_ready_record *r);
 int utls_ready_partial_read(utls_conn *c, unsigned char *buf, size_t len, int peek,
                             size_t *readbytes, int *out_ret);
 
+/* What utls_ready_deliver() did with the first ready record. */
+typedef enum {
+    UTLS_READY_DELIVERED, /* copied to the caller's buffer */
+    UTLS_READY_TOO_SMALL, /* the buffer cannot take it (UTLS_R_BUFFER_TOO_SMALL raised) */
+    UTLS_READY_IN_ORDER   /* not remembered: left to the in-order path */
+} utls_ready_outcome;
+
+/*
+ * utls_ready_deliver copies the first ready record of |c| (or its first |len|
+ * bytes when |partial|, SSL_MODE_UNORDERED_PARTIAL: the rest follows) to
+ * |buf|, sets |*readbytes| and the record's metadata, and unless |peek|
+ * removes it and remembers it as delivered. The same for both bases: the
+ * glue's read hook calls it once it has decided that the record goes now.
+ */
+utls_ready_outcome utls_ready_deliver(utls_conn *c, int partial, unsigned char *buf, size_t len,
+                                      int peek, size_t *readbytes);
+
 /* candidates.c: a plausible header past a hole, tried under its likely
  * sequence numbers. */
 void utls_ooo_sync(utls_conn *c);

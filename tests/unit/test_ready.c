@@ -23,6 +23,14 @@ uint64_t utls_store_epoch(const utls_conn *c)
     return store_epoch;
 }
 
+/* The error queue: only the reason of the last error raised. */
+static int last_reason;
+void utls_raise(int reason, const char *fmt, ...)
+{
+    (void)fmt;
+    last_reason = reason;
+}
+
 static utls_conn *conn_new(size_t max_ready)
 {
     utls_conn *c = calloc(1, sizeof(*c));
@@ -171,6 +179,50 @@ static void test_ready_partial_read_in_parts(void **state)
     conn_free(c);
 }
 
+/* utls_ready_deliver: whole, refused for a small buffer (nothing consumed),
+ * peeked, and in parts with SSL_MODE_UNORDERED_PARTIAL. */
+static void test_ready_deliver(void **state)
+{
+    utls_conn *c = conn_new(8);
+    unsigned char buf[16];
+    size_t n = 0;
+    int ret = 0;
+
+    (void)state;
+    add(c, 0, 3, "first");
+    add(c, 0, 6, "abcdefghij");
+    /* Too small, no partial mode: an error, the record stays queued. */
+    last_reason = 0;
+    assert_int_equal(utls_ready_deliver(c, 0, buf, 4, 0, &n), UTLS_READY_TOO_SMALL);
+    assert_int_equal(last_reason, UTLS_R_BUFFER_TOO_SMALL);
+    assert_int_equal(c->rx.ready.num, 2);
+    assert_int_equal(c->stats.records_out_of_order, 0);
+    /* Peek: copied, still queued, not remembered. */
+    assert_int_equal(utls_ready_deliver(c, 0, buf, sizeof(buf), 1, &n), UTLS_READY_DELIVERED);
+    assert_int_equal(n, 5);
+    assert_int_equal(c->rx.ready.num, 2);
+    assert_false(utls_seqset_contains(&c->rx.ahead, 3));
+    /* Whole. */
+    assert_int_equal(utls_ready_deliver(c, 0, buf, sizeof(buf), 0, &n), UTLS_READY_DELIVERED);
+    assert_memory_equal(buf, "first", 5);
+    assert_int_equal(c->rx.ready.num, 1);
+    assert_true(utls_seqset_contains(&c->rx.ahead, 3));
+    assert_int_equal(c->last_info.seq, 3);
+    assert_int_equal(c->stats.records_out_of_order, 1);
+    /* In parts: the first 4 bytes now, the rest through the partial read. */
+    assert_int_equal(utls_ready_deliver(c, 1, buf, 4, 0, &n), UTLS_READY_DELIVERED);
+    assert_int_equal(n, 4);
+    assert_memory_equal(buf, "abcd", 4);
+    assert_int_equal(c->rx.ready.num, 0);
+    assert_int_equal(c->rx.ready.partial_active, 1);
+    assert_int_equal(utls_ready_partial_read(c, buf, sizeof(buf), 0, &n, &ret), UTLS_HOOK_HANDLED);
+    assert_int_equal(n, 6);
+    assert_memory_equal(buf, "efghij", 6);
+    assert_int_equal(c->rx.ready.partial_active, 0);
+    assert_int_equal(c->stats.records_out_of_order, 2);
+    conn_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +231,7 @@ int main(void)
         cmocka_unit_test(test_ready_probe_buffer_handed_over),
         cmocka_unit_test(test_ready_mark_delivered_fills_ahead),
         cmocka_unit_test(test_ready_partial_read_in_parts),
+        cmocka_unit_test(test_ready_deliver),
     };
     return cmocka_run_group_tests_name("ready", tests, NULL, NULL);
 }
