@@ -158,27 +158,22 @@ static int make_server_ctx(SSL_CTX **out_ctx, EVP_PKEY *key, X509 *cert)
 /* Drives both ends over a BIO pair until both finish or one fails. */
 static int handshake(SSL *client, SSL *server)
 {
-    int i, cdone = 0, sdone = 0;
+    SSL *end[2] = {client, server};
+    int done[2] = {0, 0}, i, k;
 
-    for (i = 0; i < 200 && !(cdone && sdone); i++) {
-        if (!cdone) {
-            int r = SSL_do_handshake(client);
+    for (i = 0; i < 200 && !(done[0] && done[1]); i++) {
+        for (k = 0; k < 2; k++) {
+            int r;
 
-            if (r == 1)
-                cdone = 1;
-            else if (SSL_get_error(client, r) != SSL_ERROR_WANT_READ)
-                return 0;
-        }
-        if (!sdone) {
-            int r = SSL_do_handshake(server);
-
-            if (r == 1)
-                sdone = 1;
-            else if (SSL_get_error(server, r) != SSL_ERROR_WANT_READ)
+            if (done[k])
+                continue;
+            if ((r = SSL_do_handshake(end[k])) == 1)
+                done[k] = 1;
+            else if (SSL_get_error(end[k], r) != SSL_ERROR_WANT_READ)
                 return 0;
         }
     }
-    return cdone && sdone;
+    return done[0] && done[1];
 }
 
 /* Whether the peer's signature_algorithms, as the server kept them, hold
