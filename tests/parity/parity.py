@@ -22,14 +22,17 @@ echo after the hostile input came back, EOF) and the server's (alerts sent and r
 SSL_get_error, the error queue's reason strings, echoes, how the connection ended).
 """
 import argparse
+import atexit
 import json
 import os
 import random
 import select
+import shutil
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -1275,8 +1278,12 @@ def clean_env():
 # Runs
 # --------------------------------------------------------------------------------------
 def make_certs(args):
-    d = os.path.join(args.workdir, "certs")
-    os.makedirs(d, exist_ok=True)
+    # A directory of this run's own: ctest runs parity groups in parallel in
+    # one workdir, and a shared certs/ let one run's key meet another run's
+    # certificate ("key values mismatch", seen in a CI run).
+    os.makedirs(args.workdir, exist_ok=True)
+    d = tempfile.mkdtemp(prefix="certs.", dir=args.workdir)
+    atexit.register(shutil.rmtree, d, True)
     out = {}
     for kind, alg in (("rsa", ["-newkey", "rsa:2048"]), ("ecdsa", ["-newkey", "ec", "-pkeyopt",
                                                                     "ec_paramgen_curve:P-256"])):
