@@ -84,30 +84,6 @@ UTLS_HOT void utls_hook_record_read(SSL *s, SSL3_RECORD *rr)
                     rr->length);
 }
 
-/* note_inorder_anchor notes the in-order record just authenticated as |seq|
- * for the out-of-order side, which takes it up when it next works. */
-static void note_inorder_anchor(utls_conn *c, uint64_t seq)
-{
-    utls_seqpred_record a = {0};
-
-    a.offset = c->inorder.cur_offset;
-    a.seq = PRED_SEQ(seq);
-    a.wire_len = c->inorder.cur_wire_len;
-    a.has_nonce = c->rx.explicit_nonce && c->inorder.cur_has_nonce;
-    a.explicit_nonce = c->inorder.cur_nonce;
-    /* The hot path, with or without a hole: only a note. The stores are
-     * brought up to date when the out-of-order side next works
-     * (utls_ooo_sync). Adding every in-order record as an anchor while bytes
-     * are held past a hole shifted the whole anchor table once per record,
-     * and advance() drops all but the last in-order anchor anyway. */
-    c->rx.idle_anchor[0] = c->rx.idle_anchor[1];
-    c->rx.idle_anchor[1] = a;
-    if (c->rx.num_idle_anchors < 2)
-        c->rx.num_idle_anchors++;
-    c->rx.stores_stale = 1;
-    utls_seqpred_observe(c->rx.pred, a.wire_len);
-}
-
 /* note_inorder_info keeps the metadata of application record |rr|, read in
  * order as |seq|, for UTLS_read_record(), and counts it. */
 static void note_inorder_info(SSL *s, utls_conn *c, const SSL3_RECORD *rr, uint64_t seq)
@@ -153,7 +129,7 @@ static UTLS_COLD int record_done_full(SSL *s, SSL3_RECORD *rr)
         if (!c->rx.post_handshake && !SSL_in_init(s))
             c->rx.post_handshake = 1;
         if (utls_gen_setup(s, c))
-            note_inorder_anchor(c, seq);
+            utls_note_inorder_anchor(c, seq);
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
             && (c->ern.rx ? utls_seqset_take_one(&c->rx.ahead, seq, UTLS_ERN_REORDER_WINDOW)
                           : utls_seqset_take(&c->rx.ahead, seq))) {
@@ -221,7 +197,7 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
          * record_done_full would find it at the front of c->rx.ahead, with
          * nothing below it to drop: skip it, exactly once.
          */
-        note_inorder_anchor(c, seq);
+        utls_note_inorder_anchor(c, seq);
         utls_seqset_remove(&c->rx.ahead, 0, 1);
         rr->length = 0;
         rr->read = 1;
@@ -230,7 +206,7 @@ UTLS_HOT int utls_hook_record_done(SSL *s, SSL3_RECORD *rr)
     }
     if (c->rx.ahead.n > 0 || c->rx.ready.num > 0)
         return record_done_full(s, rr);
-    note_inorder_anchor(c, seq);
+    utls_note_inorder_anchor(c, seq);
     note_inorder_info(s, c, rr, seq);
     return 1;
 }

@@ -40,6 +40,31 @@ void utls_forget_bio(utls_conn *c)
         c->rx.ready.partial.store_epoch = UTLS_NO_EPOCH;
 }
 
+/* utls_note_inorder_anchor notes the in-order record just authenticated as |seq|
+ * for the out-of-order side, which takes it up when it next works. Both
+ * bases' in-order hooks call it once per record. */
+void utls_note_inorder_anchor(utls_conn *c, uint64_t seq)
+{
+    utls_seqpred_record a = {0};
+
+    a.offset = c->inorder.cur_offset;
+    a.seq = PRED_SEQ(seq);
+    a.wire_len = c->inorder.cur_wire_len;
+    a.has_nonce = c->rx.explicit_nonce && c->inorder.cur_has_nonce;
+    a.explicit_nonce = c->inorder.cur_nonce;
+    /* The hot path, with or without a hole: only a note. The stores are
+     * brought up to date when the out-of-order side next works
+     * (utls_ooo_sync). Adding every in-order record as an anchor while bytes
+     * are held past a hole shifted the whole anchor table once per record,
+     * and advance() drops all but the last in-order anchor anyway. */
+    c->rx.idle_anchor[0] = c->rx.idle_anchor[1];
+    c->rx.idle_anchor[1] = a;
+    if (c->rx.num_idle_anchors < 2)
+        c->rx.num_idle_anchors++;
+    c->rx.stores_stale = 1;
+    utls_seqpred_observe(c->rx.pred, a.wire_len);
+}
+
 /* utls_bio_quiet: the read BIO's signals say no fragment or wake-up waits. */
 int utls_bio_quiet(SSL *s, utls_conn *c)
 {

@@ -167,6 +167,10 @@ typedef struct {
  * anchor that marks the start of a key generation can carry "seq -1". */
 #define PRED_SEQ(seq) ((seq) + 1)
 
+/* pump.c: the in-order record just authenticated as |seq|, noted as an
+ * anchor for the out-of-order side. */
+void utls_note_inorder_anchor(utls_conn *c, uint64_t seq);
+
 /* ready.c: verified records waiting to be read, sorted by (gen, seq). */
 int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq);
 void utls_ready_remove(utls_conn *c, size_t i);

@@ -99,27 +99,6 @@ int utls_inorder_partial_anchor(SSL *s, const utls_conn *c, utls_seqpred_record 
 
 /* --- In-order records (patches 0004, 0005) --------------------------------- */
 
-/* note_inorder_anchor notes the in-order record just authenticated as |seq|
- * for the out-of-order side, which takes it up when it next works. */
-static void note_inorder_anchor(utls_conn *c, uint64_t seq)
-{
-    utls_seqpred_record a = {0};
-
-    a.offset = c->inorder.cur_offset;
-    a.seq = PRED_SEQ(seq);
-    a.wire_len = c->inorder.cur_wire_len;
-    a.has_nonce = c->rx.explicit_nonce && c->inorder.cur_has_nonce;
-    a.explicit_nonce = c->inorder.cur_nonce;
-    /* Only until the stores are next synced (as on 3.0, lib/glue/inorder.c):
-     * the last two in-order records. */
-    c->rx.idle_anchor[0] = c->rx.idle_anchor[1];
-    c->rx.idle_anchor[1] = a;
-    if (c->rx.num_idle_anchors < 2)
-        c->rx.num_idle_anchors++;
-    c->rx.stores_stale = 1;
-    utls_seqpred_observe(c->rx.pred, a.wire_len);
-}
-
 /* note_record_pos notes where the record the record layer |rl| just
  * returned lies in the read BIO's stream: it is |wire_len| bytes long and
  * ends where the bytes the record layer read and still buffers begin. */
@@ -247,7 +226,7 @@ void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         if (!c->rx.post_handshake && !SSL_in_init(s))
             c->rx.post_handshake = 1;
         if (utls_gen_setup(s, c))
-            note_inorder_anchor(c, seq);
+            utls_note_inorder_anchor(c, seq);
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
             && utls_seqset_take(&c->rx.ahead, seq)) {
             /* Delivered out of order already: skip it, exactly once. */
