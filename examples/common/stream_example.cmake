@@ -25,4 +25,11 @@ function(stream_example name stock_define)
         target_compile_options(${target} PRIVATE -Wall -Wextra)
         target_include_directories(${target} PRIVATE ${EXAMPLE_COMMON})
     endforeach()
+    if(UTLS_BASE STREQUAL "3.5")
+        # In the 3.5 tree OpenSSL::Crypto is the 3.5 build's libcrypto, whose
+        # rpath (build-3.5/lib, beside the fork) would make the stock build
+        # load the fork. Without it, it runs on the system's libssl and
+        # libcrypto, a stock peer as on 3.0 (tests/sched does the same).
+        set_target_properties(${name}-stock PROPERTIES SKIP_BUILD_RPATH ON)
+    endif()
 endfunction()

@@ -28,7 +28,9 @@ run() { # run NAME PRELOAD
     $tb down >/dev/null 2>&1
     $tb up --rtt 100 --loss 5 --seed 5 >/dev/null || { echo "testbed up failed"; exit 1; }
     addr=$($tb addr receiver)
-    $tb exec receiver -- env ${preload:+LD_PRELOAD="$preload" UTLS_MODE=unordered,tap,port=4433} \
+    # ${libpath}: the 3.5 build's libcrypto beside the fork (socat links
+    # libcrypto itself; the system's 3.0 one would be loaded first).
+    $tb exec receiver -- env ${preload:+LD_PRELOAD="$preload" UTLS_MODE=unordered,tap,port=4433 $libpath} \
         "$socat" -b 65536 "OPENSSL-LISTEN:4433,reuseaddr,cert=$dir/c.pem,key=$dir/k.pem,verify=0" \
         "SYSTEM:/usr/bin/python3 $src/tests/evloop/stamp.py $count $size $dir/$name.log" \
         2>"$dir/$name.err" &
@@ -45,18 +47,20 @@ run() { # run NAME PRELOAD
     cat "$dir/$name.err"
 }
 
+libpath=
+[ -e "$build/lib/libcrypto.so.3" ] && libpath=LD_LIBRARY_PATH=$build/lib
 run stock ""
 run utls "$build/lib/libssl.so.3 $build/lib/libutls-evloop.so"
-/usr/bin/python3 - "$dir" $count <<'PY'
+/usr/bin/python3 - "$dir" $count "$(readlink -f "$build/lib/libssl.so.3")" <<'PY'
 import json, sys
-d, count = sys.argv[1], int(sys.argv[2])
+d, count, fork = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rc = 0
 def load(name):
     return [json.loads(l) for l in open("%s/%s.log" % (d, name))]
 maps = open("%s/utls.maps" % d).read()
 libs = sorted(set(l.split()[-1] for l in maps.splitlines() if "libssl.so" in l or "libutls-evloop" in l))
 print("socat (preloaded) mapped:", ", ".join(libs))
-if not any(l.endswith("/build/lib/libssl.so.3") for l in libs) or \
+if fork not in libs or \
         not any(l.endswith("libutls-evloop.so") for l in libs) or \
         any(l.startswith(("/usr/lib", "/lib")) and "libssl" in l for l in libs):
     print("FAIL: the preloaded socat did not map the fork and libutls-evloop.so alone"); rc = 1

@@ -38,6 +38,9 @@ import sys
 from interop_procs import (Failure, Proc, check_maps, free_port, listening_ports, log, run_driver,
                            wait_until)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from preload_env import preload_vars  # noqa: E402  (tests/common: the 3.5 build's libcrypto)
+
 CATEGORIES = ("maps", "version", "data", "inproc", "process", "timeout", "setup")
 
 
@@ -74,9 +77,11 @@ def child_env(cfg, lib, side):
     swapped = side in cfg.swap
     if lib == "fork":
         # Sabotage (--swap-libs): a "fork" side really gets the system libssl.
-        env["LD_PRELOAD"] = cfg.system_real if swapped else cfg.fork_real
+        env.update(preload_vars(cfg.system_real if swapped else cfg.fork_real))
     elif swapped:
-        env["LD_PRELOAD"] = cfg.fork_real  # and a "stock" side gets the fork
+        env.update(preload_vars(cfg.fork_real))  # and a "stock" side gets the fork
+    elif cfg.system_preload:
+        env.update(preload_vars(cfg.system_real))  # a distribution's libssl not installed here
     return env
 
 
@@ -282,6 +287,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fork", required=True, help="the fork's libssl.so.3")
     ap.add_argument("--system", required=True, help="the system libssl.so.3")
+    ap.add_argument("--system-preload", action="store_true",
+                    help="--system is not the libssl the programs link (Debian 13's for the 3.5 base, "
+                         "tests/security35): a stock side preloads it, as a fork side the fork")
     ap.add_argument("--client", choices=["s_client", "python", "curl"], required=True)
     ap.add_argument("--server", choices=["s_server", "python"], required=True)
     ap.add_argument("--client-lib", choices=["fork", "stock"], default="fork")
@@ -315,6 +323,7 @@ def main():
     cfg.peer = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tls_peer.py")
     cfg.fork_real = os.path.realpath(a.fork)
     cfg.system_real = os.path.realpath(a.system)
+    cfg.system_preload = a.system_preload
     cfg.swap = {"client": ["client"], "server": ["server"], "both": ["client", "server"]}.get(a.swap_libs, [])
     if cfg.client == "curl":
         cfg.server = "s_server_www"

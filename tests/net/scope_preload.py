@@ -30,6 +30,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from preload_env import preload_env_args  # noqa: E402  (the 3.5 build's libcrypto beside the fork)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 TESTBED = os.path.join(SRC, "tools", "testbed", "testbed")
@@ -120,8 +123,8 @@ def run_client(prefix, fork, mode, host, count):
     env["LD_PRELOAD"] = fork
     env["UTLS_MODE"] = mode
     env["UTLS_QUIET"] = "0"
-    r = subprocess.run([TESTBED, "--prefix", prefix, "exec", "receiver", "--", "env",
-                        "LD_PRELOAD=" + fork, "UTLS_MODE=" + mode, PY, "-c", CLIENT, host, str(count)],
+    r = subprocess.run([TESTBED, "--prefix", prefix, "exec", "receiver", "--", "env"] + preload_env_args(fork)
+                       + ["UTLS_MODE=" + mode, PY, "-c", CLIENT, host, str(count)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
     if r.returncode != 0:
         print("client (%s) exited %d: %s" % (mode, r.returncode, r.stderr.strip()))

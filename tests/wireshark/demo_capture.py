@@ -34,8 +34,8 @@ truncated: cuts copies of the capture with editcap -s: 128 bytes (the old
         captured lengths would give (checked to differ, so the test fails on
         a plugin that takes the captured length);
       * open holes where TCP analysis finds lost segments: the same
-        tcp.analysis.lost_segment frames as on the whole capture, each of
-        them utls.past_hole, and no utls.analysis_mismatch;
+        tcp.analysis.lost_segment frames (those with data) as on the whole
+        capture, each of them utls.past_hole, and no utls.analysis_mismatch;
       * at 128 bytes, find the same out-of-order records as on the whole
         capture; at headers + 5, report the record boundaries as unknown
         (utls.records_unknown).
@@ -287,12 +287,20 @@ def ooo_offsets(a, pcap, port):
                   for v in r[0].split(",") if v)
 
 
+LOST_WITH_DATA = "(tcp.analysis.lost_segment && tcp.len > 0)"
+
+
 def cmd_truncated(a, work):
     pcap, keylog, recv_log, port = make_capture(a, work)
     full_segs = segments(a, pcap)
     want_past, opened = holes(full_segs)
     full_past = frames(a, pcap, "utls.past_hole")
-    lost = frames(a, pcap, "tcp.analysis.lost_segment")
+    # Lost segments before a frame that carries data: a lost tail (the
+    # sender's close_notify) is "found" by TCP analysis on the next bare ACK
+    # or FIN, which holds no record to mark past a hole. (Which segments the
+    # seeded loss hits depends on the handshake's sizes: on the 3.5 base it
+    # is the close_notify.)
+    lost = frames(a, pcap, LOST_WITH_DATA)
     full_ooo = ooo_offsets(a, pcap, port)
     log("whole capture: %d frames past a hole (TCP's lengths: %d), %d holes opened, "
         "%d tcp.analysis.lost_segment, %d out-of-order records"
@@ -318,8 +326,8 @@ def cmd_truncated(a, work):
         bug_past, _ = holes(segs, captured_lengths=True)
         marked = frames(a, cut, "utls.truncated")
         got_past = frames(a, cut, "utls.past_hole")
-        got_lost = frames(a, cut, "tcp.analysis.lost_segment")
-        both = frames(a, cut, "utls.past_hole && tcp.analysis.lost_segment")
+        got_lost = frames(a, cut, LOST_WITH_DATA)
+        both = frames(a, cut, "utls.past_hole && " + LOST_WITH_DATA)
         mismatch = frames(a, cut, "utls.analysis_mismatch")
         unknown = frames(a, cut, "utls.records_unknown")
         ooo = ooo_offsets(a, cut, port)

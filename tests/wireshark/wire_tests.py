@@ -34,6 +34,9 @@ import time
 
 from tcpdump_capture import TcpdumpCapture, missing_prerequisite
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from preload_env import PRELOAD_VARS, preload_env_args, preload_vars  # noqa: E402
+
 SKIP = 77
 
 
@@ -85,12 +88,12 @@ class Capture(TcpdumpCapture):
 
 def lib_env(lib, fork, system, extra=None):
     env = dict(os.environ)
-    for k in ("LD_PRELOAD", "UTLS_MODE", "SSLKEYLOGFILE", "OPENSSL_CONF"):
+    for k in PRELOAD_VARS + ("UTLS_MODE", "SSLKEYLOGFILE", "OPENSSL_CONF"):
         env.pop(k, None)
     if lib == "fork":
-        env["LD_PRELOAD"] = fork
+        env.update(preload_vars(fork))
     elif lib == "stock":
-        env["LD_PRELOAD"] = system
+        env.update(preload_vars(system))
     if lib in ("fork", "stock"):
         env["WS_PEER_EXPECT"] = lib
     env.update(extra or {})
@@ -405,7 +408,7 @@ def cmd_preload(a, work):
         try:
             recv_out = os.path.join(work, "receiver.out")
             with open(recv_out, "w") as ro:
-                rcv = subprocess.Popen(T + ["exec", "receiver", "--", "env", "LD_PRELOAD=" + a.fork,
+                rcv = subprocess.Popen(T + ["exec", "receiver", "--", "env"] + preload_env_args(a.fork) + [
                                             "UTLS_MODE=unordered,tap,port=%d" % port, a.python, os.path.join(a.example, "receiver.py"),
                                             "--port", str(port), "--cert", cert, "--key", key, "--tls", a.tls],
                                        stdout=ro, stderr=subprocess.PIPE)
