@@ -36,6 +36,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from preload_env import preload_vars  # noqa: E402  (the 3.5 libcrypto beside a preloaded libssl)
+
 TLSLITE_VERSION = "0.8.2"
 SURVIVE = b"parity-survival-check"
 BASELINE = b"parity-baseline"
@@ -241,17 +244,24 @@ class Server:
         env.pop("LD_PRELOAD", None)
         env.pop("UTLS_MODE", None)
         env["OPENSSL_CONF"] = "/dev/null"  # the same (empty) configuration for both
+        env.pop("LD_LIBRARY_PATH", None)
+        preload = {}
         if self.lib == "fork":
-            env["LD_PRELOAD"] = self.args.fork
+            preload = preload_vars(self.args.fork)
             if self.unordered:
                 env["UTLS_MODE"] = "unordered,tap,all"
         elif self.args.system_preload:
             # A distribution libssl that is not this machine's (Debian 13's
             # on Debian 12, tests/security35): preloaded like the fork.
-            env["LD_PRELOAD"] = self.args.system
+            preload = preload_vars(self.args.system)
         cmd = [self.args.server, "--proto", self.proto, "--count", str(self.count)] + with_ccm8_seclevel(self.extra)
         if HOLE and self.proto == "tls":
-            cmd = HOLE.server_prefix() + cmd + ["--bind", HOLE.SERVER_ADDR]
+            # The preload reaches parity_server only, not ip(8), which links
+            # the system's libcrypto (a 3.5 libssl cannot load beside it).
+            cmd = (HOLE.server_prefix() + ["env"] + ["%s=%s" % kv for kv in sorted(preload.items())]
+                   + cmd + ["--bind", HOLE.SERVER_ADDR])
+        else:
+            env.update(preload)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         line = self.proc.stdout.readline()
         if not line:
