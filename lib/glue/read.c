@@ -195,16 +195,7 @@ void utls_hook_read_key_changed(SSL *s)
     c->rx.next.pred = NULL;
     c->rx.next.valid = 0;
     c->rx.next.seen = 0;
-    if (c->rx.post_handshake) {
-        /* The next key's test keys become the current ones. */
-        utls_ern_keys t = c->ern.cur;
-
-        c->ern.cur = c->ern.next;
-        c->ern.next = t;
-        c->ern.next.valid = 0;
-    } else {
-        c->ern.cur.valid = 0;
-    }
+    utls_ern_read_key_changed(c, c->rx.post_handshake);
     c->rx.gen_start_known = c->inorder.offset_known;
     c->rx.gen_start_offset = c->inorder.next_offset;
     c->rx.failed.num = 0;

@@ -203,7 +203,7 @@ static size_t cbc_explicit_iv_len(const OSSL_RECORD_LAYER *rl)
     return (size_t)bs;
 }
 
-void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
+int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
 {
     SSL *s = SSL_CONNECTION_GET_SSL(sc);
     utls_conn *c = sc->utls != NULL ? sc->utls : utls_conn_get(s);
@@ -213,7 +213,7 @@ void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
     int pos_known = 0, i;
 
     if (c == NULL)
-        return;
+        return 1;
     if (rl != NULL && rec != NULL) {
         size_t hdr = rr->version == SSL2_VERSION ? UTLS_SSL2_HEADER_LENGTH
                                                  : SSL3_RT_HEADER_LENGTH;
@@ -222,24 +222,33 @@ void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         pos_known = c->inorder.offset_known;
         seq = record_seq(rl);
     }
+    /* Explicit record numbers (lib/glue/3.5/ern.c): the receive window, the
+     * peer's switch token and the number, before anything below looks at
+     * the record's plaintext. */
+    if ((sc->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 && !utls_hook35_ern_record(sc, rr))
+        return 0;
     if (rl != NULL && rec != NULL && pos_known && rl->enc_ctx != NULL) {
         if (!c->rx.post_handshake && !SSL_in_init(s))
             c->rx.post_handshake = 1;
         if (utls_gen_setup(s, c))
             utls_note_inorder_anchor(c, seq);
+        /* A peer that numbers its records may write lower numbers later:
+         * forget only this one (lib/glue/3.5/ern.c). */
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
-            && utls_seqset_take(&c->rx.ahead, seq)) {
+            && (c->ern.rx ? utls_seqset_take_one(&c->rx.ahead, seq, UTLS_ERN_REORDER_WINDOW)
+                          : utls_seqset_take(&c->rx.ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
             skip_delivered(c, rr);
-            return;
+            return 1;
         }
     }
     if (rr->type != SSL3_RT_APPLICATION_DATA)
-        return;
+        return 1;
     c->rx.post_handshake = 1;
     if (c->rx.ready.num > 0 && (i = utls_ready_find(c, c->rx.gen, seq)) >= 0)
         utls_ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
     note_inorder_info(c, rr, rl != NULL && rec != NULL ? seq : 0, pos_known);
+    return 1;
 }
 
 int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
@@ -519,6 +528,7 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
     c->rx.next.pred = NULL;
     c->rx.next.valid = 0;
     c->rx.next.seen = 0;
+    utls_ern_read_key_changed(c, update);
     c->rx.gen_start_known = c->inorder.offset_known;
     c->rx.gen_start_offset = c->inorder.next_offset;
     c->rx.failed.num = 0;
