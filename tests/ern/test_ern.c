@@ -1595,6 +1595,11 @@ static void padding_bounded(int block)
     size_t big_len;
     uint64_t big_number;
     pair p;
+    /* OpenSSL 3.5 hands the padding settings to the write record layer when
+     * it installs a write key, so there a change applies from the next key,
+     * for SSL_write() as for sealing (stock 3.5): a KeyUpdate, which
+     * UTLS_ern_seal() sends first, installs one (and numbers restart at 0). */
+    int next_key = OPENSSL_version_major() == 3 && OPENSSL_version_minor() >= 5;
 
     g_tls12 = NULL;
     seal_ready(&p, 4);
@@ -1602,6 +1607,8 @@ static void padding_bounded(int block)
         assert_int_equal(SSL_set_block_padding(p.c, 4096), 1);
     else
         SSL_set_record_padding_callback(p.c, pad_4000);
+    if (next_key)
+        assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
     assert_true(uh_msg_build(m, 1, sizeof(m)));
     ERR_clear_error();
     assert_int_equal(UTLS_ern_seal(p.c, m, sizeof(m), r[0].rec, sizeof(m) + UTLS_ERN_SEAL_OVERHEAD,
@@ -1613,13 +1620,28 @@ static void padding_bounded(int block)
     assert_true(big_len > sizeof(m) + UTLS_ERN_SEAL_OVERHEAD);
     assert_true(big_len <= UTLS_ERN_SEAL_MAX_RECORD);
     assert_int_equal(UTLS_ern_write_sealed(p.c, big, big_len), 1);
+    if (next_key && !block) {
+        /* Stock OpenSSL 3.5 calls the callback of the SSL through a wrapper
+         * the write record layer keeps: clearing it while that layer lives
+         * crashes the next write, uTLS or not. Not done there. */
+        shuttle(&p);
+        read_expect(&p, 2);
+        free_pair(&p);
+        return;
+    }
     /* Padding off again: the usual bound. */
     if (block)
         assert_int_equal(SSL_set_block_padding(p.c, 0), 1);
     else
         SSL_set_record_padding_callback(p.c, NULL);
+    if (next_key) {
+        /* Sent now: seal_msg() checks that sealing writes nothing. */
+        assert_int_equal(SSL_key_update(p.c, SSL_KEY_UPDATE_NOT_REQUESTED), 1);
+        assert_int_equal(SSL_do_handshake(p.c), 1);
+        shuttle(&p);
+    }
     seal_msg(&p, 2, 100, &r[1]);
-    assert_int_equal(r[1].number, big_number + 1);
+    assert_int_equal(r[1].number, next_key ? 0 : big_number + 1);
     assert_int_equal(UTLS_ern_write_sealed(p.c, r[1].rec, r[1].len), 1);
     shuttle(&p);
     read_expect(&p, 3);

@@ -223,9 +223,20 @@ uint64_t utls_ern_write_seq(SSL *s)
 int utls_ern_padding_on(SSL *s)
 {
     const SSL_CONNECTION *sc = UTLS_SC(s);
+    const OSSL_RECORD_LAYER *rl;
 
-    return sc != NULL && SSL_CONNECTION_IS_TLS13(sc)
-           && (sc->rlayer.record_padding_cb != NULL || sc->rlayer.block_padding > 0);
+    if (sc == NULL || !SSL_CONNECTION_IS_TLS13(sc))
+        return 0;
+    /*
+     * 3.5 hands the SSL's padding settings to a write record layer when it
+     * installs the key (stock: a setting changed later applies from the next
+     * key). The record is sealed under the current layer, or under a new one
+     * when a KeyUpdate is owed (UTLS_ern_seal() sends it first).
+     */
+    rl = wrl35((SSL_CONNECTION *)sc);
+    if (rl == NULL || sc->key_update != SSL_KEY_UPDATE_NONE)
+        return sc->rlayer.record_padding_cb != NULL || sc->rlayer.block_padding > 0;
+    return rl->padding != NULL || rl->block_padding > 0;
 }
 
 int utls_ern_seal_build(SSL *s, const void *buf, size_t len, unsigned char *out, size_t out_cap,
