@@ -52,15 +52,20 @@ def check_lib(cfg, pr, lib):
     check_maps(pr, lib, cfg.fork, cfg.system)
 
 
-def env_for(cfg, lib):
-    """lib: fork (preloaded, negotiation on), stock (plain), or none."""
+def env_for(cfg, lib, openssl_cli=False):
+    """lib: fork (preloaded, negotiation on), stock (plain), or none.
+    --libcrypto (the 3.5 base's own libcrypto.so.3) is preloaded before the
+    fork; with --preload-stock the openssl CLI's stock side preloads it and
+    --system (the 3.5 stock libssl) too, so that both sides are one base."""
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("LD_") or k.startswith("UTLS_") or k.startswith("PYTHON")
                    or k.startswith("GNUTLS_") or k.lower().endswith("_proxy")
                    or k in ("SSLKEYLOGFILE", "OPENSSL_CONF"))}
     env["HOME"] = cfg.work
     if lib == "fork":
-        env["LD_PRELOAD"] = cfg.fork
+        env["LD_PRELOAD"] = " ".join(p for p in (cfg.libcrypto, cfg.fork) if p)
+    elif lib == "stock" and openssl_cli and cfg.preload_stock:
+        env["LD_PRELOAD"] = " ".join(p for p in (cfg.libcrypto, cfg.system) if p)
     if lib in ("fork", "linked"):  # linked: ern_peer, linked to the fork (RPATH)
         env["UTLS_MODE"] = cfg.fork_mode
     return env
@@ -136,7 +141,7 @@ def start_server(cfg, kind, lib):
         else:  # gnutls
             argv = [cfg.gnutls_serv, "--echo", "-p", str(port), "--x509certfile", cfg.cert,
                     "--x509keyfile", cfg.key, "--priority", GNUTLS_PRIO[cfg.tls]]
-        pr = Proc("server_" + kind, argv, env_for(cfg, lib), cfg.work)
+        pr = Proc("server_" + kind, argv, env_for(cfg, lib, kind == "s_server"), cfg.work)
         try:
             wait_until(lambda: port in listening_ports(pr.pid), 20, "%s to listen on %d" % (kind, port), [pr])
             return pr, port, "echo" if kind == "gnutls" else "rev"
@@ -170,7 +175,7 @@ def run_client(cfg, kind, lib, port, ans_kind):
         argv = [cfg.openssl, "s_client", "-brief", "-nocommands", "-no_ign_eof",
                 "-connect", "127.0.0.1:%d" % port, "-servername", "localhost", "-CAfile", cfg.cert,
                 "-verify_return_error", "-verify_hostname", "localhost", TLS_FLAG[cfg.tls]] + cfg.extra_client
-        pr = Proc("client_s_client", argv, env_for(cfg, lib), cfg.work)
+        pr = Proc("client_s_client", argv, env_for(cfg, lib, True), cfg.work)
         wait_until(lambda: "CONNECTION ESTABLISHED" in pr.err() and grep(pr.err(), r"^Protocol version: (\S+)"),
                    20, "s_client handshake", [pr])
         check_version(cfg, "s_client (%s)" % lib, grep(pr.err(), r"^Protocol version: (\S+)"))
@@ -353,7 +358,7 @@ def capture_session(cfg, lib):
     try:
         argv = [cfg.openssl, "s_server", "-rev", "-naccept", "1", "-accept", "127.0.0.1:%d" % port,
                 "-cert", cfg.cert, "-key", cfg.key, TLS_FLAG[cfg.tls]]
-        server = Proc("server_%s" % lib, argv, env_for(cfg, lib), cfg.work)
+        server = Proc("server_%s" % lib, argv, env_for(cfg, lib, True), cfg.work)
         wait_until(lambda: port in listening_ports(server.pid), 20, "s_server to listen", [server])
         check_lib(cfg, server, lib)
         extra = cfg.extra_client if lib == "fork" else []
@@ -503,6 +508,9 @@ def main():
     ap.add_argument("--gopeer")
     ap.add_argument("--venv")
     ap.add_argument("--ern-peer")
+    ap.add_argument("--libcrypto", help="the fork's own libcrypto.so.3 (the 3.5 base), preloaded with it")
+    ap.add_argument("--preload-stock", action="store_true",
+                    help="--system is a stock libssl to preload into the openssl CLI (the 3.5 base's)")
     ap.add_argument("--server-ern-peer", help="forkfork: the server's ern_peer (default --ern-peer), e.g. "
                     "the other base's build")
     ap.add_argument("--client-ern-peer", help="forkfork: the client's ern_peer (default --ern-peer)")
@@ -523,6 +531,7 @@ def main():
     cfg.python = os.path.realpath(a.python)
     cfg.fork = os.path.realpath(a.fork) if a.fork else None
     cfg.system = os.path.realpath(a.system) if a.system else None
+    cfg.libcrypto = os.path.realpath(a.libcrypto) if a.libcrypto else None
     cfg.extra_client = a.client_extra.split()
     cfg.extra_server = []
     if a.cipher and a.cmd in ("matrix", "ja3"):
