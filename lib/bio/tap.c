@@ -39,6 +39,13 @@
  * wait. */
 #define TAP_SHARED_WAIT_MS 5
 
+/* A socket last seen non-blocking is asked again (fcntl) only every this many
+ * reads: an event loop's reads then cost no extra syscall each. One seen
+ * blocking is asked every time, so that a switch to non-blocking is never
+ * answered with a wait; a switch the other way is seen within this many
+ * reads (until then a read goes straight to recv(), in order, as stock). */
+#define TAP_NONBLOCK_RECHECK 32
+
 struct utls_tap_listener_st {
     uint16_t port;
 };
@@ -205,6 +212,7 @@ struct tap_ctx_st {
     utls_segstore *cap;       /* captured bytes: fragments past a hole */
     uint64_t sock_read_off;   /* stream offset of the next byte from the socket */
     int woke;
+    unsigned nonblock_left;   /* reads before O_NONBLOCK is asked again; 0: ask */
     utls_bio_signals sig; /* always "maybe": the hub is checked in memory */
     UTLS_TAP_STATS stats;
     /* Event-loop readiness (lib/bio/evloop.c): a poller thread drains the hub
@@ -274,8 +282,9 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
      * the hub read the checksum and headers (p->hdr) from the raw packet;
      * the window, ACK and PAWS checks need this connection's state. */
     if (utls_tap_validate_hdr(&t->val, &p->hdr, p->len, off, t->confirmed, &t->query)
-        != UTLS_TAP_SEG_OK)
-        return;
+        != UTLS_TAP_SEG_OK
+        || p->behind)
+        return; /* a behind segment only teaches the validator */
     t->stats.payload_bytes += p->len;
     if (p->arrival_ns > t->stats.last_byte_ns)
         t->stats.last_byte_ns = p->arrival_ns;
@@ -290,15 +299,25 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
 }
 
 /* tap_drain moves what the hub holds for this connection into its store:
- * one ioctl (tap_confirm) when there is any, after the take so that the
- * kernel's in-order point is at least as new as every segment taken. */
+ * one ioctl (tap_confirm) when a segment reaches past what the socket has
+ * returned, after the take so that the kernel's in-order point is at least
+ * as new as every segment taken. Segments the hub found behind the read
+ * point need no ioctl: the bytes read are in order by definition. */
 static void tap_drain(tap_ctx *t)
 {
     tap_pkt *p, *n;
+    int ahead = 0;
 
     p = utls_tap_hub_take(t->att, t->gen);
-    if (p != NULL)
+    for (n = p; n != NULL && !ahead; n = n->next)
+        ahead = !n->behind;
+    if (ahead) {
         tap_confirm(t);
+    } else if (p != NULL) {
+        if (t->sock_read_off > t->confirmed)
+            t->confirmed = t->sock_read_off;
+        utls_tap_validator_drain(&t->val);
+    }
     for (; p != NULL; p = n) {
         n = p->next;
         tap_process(t, p);
@@ -334,6 +353,7 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     /* The hub saw our kernel's own SYN or SYN-ACK: the ACK check is exact. */
     utls_tap_validator_set_send_base(&t->val, local_isn, local_connected);
     utls_segstore_skip_inorder(t->cap, read_off);
+    utls_tap_hub_note_read(t->att, t->stream_seq0 + (uint32_t)read_off);
     return 1;
 }
 
@@ -396,7 +416,14 @@ static int tap_read(BIO *b, char *out, int outl)
         tap_lock_w(t);
         tap_drain(t);
         tap_unlock(t);
-        fl = fcntl(t->sock, F_GETFL);
+        if (t->nonblock_left > 0) {
+            t->nonblock_left--;
+            fl = O_NONBLOCK;
+        } else {
+            fl = fcntl(t->sock, F_GETFL);
+            if (fl >= 0 && (fl & O_NONBLOCK) != 0)
+                t->nonblock_left = TAP_NONBLOCK_RECHECK - 1;
+        }
         if (fl >= 0 && (fl & O_NONBLOCK) == 0) {
             /*
              * A blocking socket: wait for in-order bytes or for captured
@@ -460,6 +487,7 @@ static int tap_read(BIO *b, char *out, int outl)
     BIO_copy_next_retry(b);
     if (r > 0) {
         t->sock_read_off += (uint64_t)r;
+        utls_tap_hub_note_read(t->att, t->stream_seq0 + (uint32_t)t->sock_read_off);
         if (t->cap != NULL) {
             tap_lock_w(t);
             utls_segstore_skip_inorder(t->cap, t->sock_read_off);
