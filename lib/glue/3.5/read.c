@@ -517,6 +517,10 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
     c->rx.next.ahead.n = 0;
     next_pred = c->rx.next.pred;
     c->rx.next.pred = NULL;
+    /* Nothing verified under the new key yet: its predictor still starts
+     * from the sizes seen so far (utls_pred_next_gen), not from nothing. */
+    if (update && next_pred == NULL)
+        next_pred = utls_pred_next_gen(c);
     c->rx.next.valid = 0;
     c->rx.next.seen = 0;
     c->rx.gen_start_known = c->inorder.offset_known;
