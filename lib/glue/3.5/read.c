@@ -301,6 +301,7 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     utls_bio_discard discard;
     uint64_t seq, off, body_off;
     size_t i, wire_len, nonce_len;
+    unsigned char nonce[8];
 
     /*
      * As utls_hook35_skip_decrypt() would skip without looking at the
@@ -340,10 +341,12 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
      * the BIO's in-order bytes at |off| are the very bytes authenticated as
      * |seq|, the header just read included. TLS 1.2 AEAD: the explicit
      * nonce is what utls_hook35_record_read() reads from the packet for the
-     * predictor; it is copied there from the store, which still holds it
-     * (the reader has not passed it, and an eviction would have moved the
-     * epoch). The record layer's buffer holds a whole record from the
-     * packet on (the header's length was checked against it).
+     * predictor; it is taken from the store, which still holds it (the
+     * reader has not passed it, and an eviction would have moved the
+     * epoch), before the discard lets the store drop it, and written to the
+     * packet once the body is skipped. The record layer's buffer holds a
+     * whole record from the packet on (the header's length was checked
+     * against it).
      */
     body_off = off + SSL3_RT_HEADER_LENGTH;
     nonce_len = 0;
@@ -351,7 +354,8 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
         if (!utls_reasm_find_run(c->rx.store, &run, body_off)
             || run.offset + run.len - body_off < rr->length)
             return 0;
-        nonce_len = rr->length < 8 ? rr->length : 8;
+        nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
+        memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
     }
     /* The BIO refuses unless its read point is the body's first byte and
      * the whole body is in order there: then nothing changed, read it.
@@ -363,7 +367,7 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
             : BIO_ctrl(rl->bio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1)
         return 0;
     if (nonce_len > 0)
-        memcpy(rl->packet + SSL3_RT_HEADER_LENGTH, run.data + (body_off - run.offset), nonce_len);
+        memcpy(rl->packet + SSL3_RT_HEADER_LENGTH, nonce, nonce_len);
     if (!tls_increment_sequence_ctr(rl))
         return 0; /* not reached: |seq| is below UINT64_MAX */
     /* A whole record, as the body read would leave it (tls_get_more_records),
