@@ -109,4 +109,18 @@ int utls_hook35_ern_write_prefix(struct ossl_record_layer_st *rl, struct wpacket
                                  int type, size_t pipe, struct tls_rl_record_st *wr,
                                  size_t *out_len);
 
+/*
+ * utls_hook35_skip_body: tls_get_more_records(), once the header of record
+ * |rr| is read and before its body is (read record layer |rl|, whose
+ * callback argument is the SSL_CONNECTION). Returns 1 if the record is the
+ * next in sequence, was already delivered out of order, and the read BIO's
+ * own store still holds the very bytes authenticated then (the same epoch,
+ * utls_bio_signals.store): its body is then passed in the BIO unread, the
+ * record counted as if decrypted and left empty, complete and of one record
+ * for the caller to return, as utls_hook35_skip_decrypt() leaves it. Only
+ * for the first record of a read, with the header alone in the read buffer
+ * (no read-ahead). Returns 0, changing nothing, to read the body as usual.
+ */
+int utls_hook35_skip_body(struct ossl_record_layer_st *rl, struct tls_rl_record_st *rr);
+
 #endif
