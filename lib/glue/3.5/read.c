@@ -223,6 +223,18 @@ static ossl_inline size_t cbc_explicit_iv_len(const OSSL_RECORD_LAYER *rl)
     return rl->version == TLS1_3_VERSION ? 0 : cbc_explicit_iv_len_12(rl);
 }
 
+/* take_ahead is utls_seqset_take() on the records delivered ahead |ahead|
+ * (not empty) for in-order record |seq|. Past a hole the in-order path
+ * reaches them in sequence: the first one is usually |seq|, found without
+ * the search. */
+static ossl_inline int take_ahead(utls_seqset *ahead, uint64_t seq)
+{
+    if (ahead->v[0] != seq)
+        return utls_seqset_take(ahead, seq);
+    utls_seqset_remove(ahead, 0, 1);
+    return 1;
+}
+
 /* gen_ready is utls_gen_setup() (keygen.c) for the in-order hook: once the
  * key generation is set up, its answer without the call. */
 static ossl_inline int gen_ready(SSL *s, const SSL_CONNECTION *sc, utls_conn *c)
@@ -258,7 +270,7 @@ UTLS_HOT void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         if (gen_ready(s, sc, c))
             utls_note_inorder_anchor(c, seq);
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
-            && utls_seqset_take(&c->rx.ahead, seq)) {
+            && take_ahead(&c->rx.ahead, seq)) {
             /* Delivered out of order already: skip it, exactly once. */
             skip_delivered(c, rr);
             return;
@@ -298,7 +310,8 @@ static UTLS_NOINLINE int skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     seq = utls_load_be64(rl->sequence);
     off = c->inorder.next_offset;
     wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
-    i = utls_seqset_lower(&c->rx.ahead, seq);
+    /* The first record delivered ahead is usually this one (take_ahead). */
+    i = c->rx.ahead.v[0] == seq ? 0 : utls_seqset_lower(&c->rx.ahead, seq);
     if (i == c->rx.ahead.n || c->rx.ahead.v[i] != seq || c->rx.ahead.off[i] != off
         || c->rx.ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c))
         return 0;
