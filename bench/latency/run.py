@@ -5,7 +5,8 @@ A sender writes one record every T ms over a path with a given RTT and loss;
 the receiver logs when each record is delivered. Four modes run side by side,
 each on a testbed of its own (tools/testbed --prefix), with the same loss seed:
 
-  tls   stock OpenSSL (the system libssl), in-order SSL_read
+  tls   stock OpenSSL (the system libssl; on a 3.5 build BUILD/stock's, see
+        Setup), in-order SSL_read
   utls  the uTLS fork, SSL_MODE_UNORDERED through the tap (UTLS_tap_listen)
   dtls  OpenSSL DTLS 1.2 over UDP, one datagram per record (lost ones are lost)
   ucobs no TLS: uCOBS datagrams on plain TCP (UTLS_ucobs_send/recv, the tap),
