@@ -70,6 +70,33 @@ def completions(pcap_path, port, recs):
     return done
 
 
+def past_hole(recs, done, rmm):
+    """(records past a hole, those of them the fork delivered out of order),
+    from the capture: a record is past a hole when its last byte reached the
+    host while an earlier record of its flow was still incomplete (by more
+    than a millisecond: a lost segment keeps it so for a retransmission), and
+    delivered out of order when the fork delivered it before that earlier
+    record completed, which no in-order receiver can do. Records sharing the
+    lost segment complete with it and are not past it."""
+    flows = {}
+    for p, off, wl, sent, at, ooo in recs:
+        flows.setdefault(p, []).append((off, at + rmm))
+    past = ooo = 0
+    for p, rs in flows.items():
+        rs.sort()
+        filled = None  # when every record before this one had completed
+        for off, at_real in rs:
+            t = done.get((p, off))
+            if t is None:     # not seen complete: the flow's later order is unknown
+                break
+            if filled is not None and t < filled - 1000000:
+                past += 1
+                if at_real < filled:
+                    ooo += 1
+            filled = t if filled is None else max(filled, t)
+    return past, ooo
+
+
 def summarize(pcap_path, records_path, port, rtt_ms):
     """The oracle's and the fork's share of records later than one RTT past
     the one-way base, over the records the capture saw complete."""
@@ -82,6 +109,7 @@ def summarize(pcap_path, records_path, port, rtt_ms):
             pairs.append((t - rmm - sent, at - sent))
     if not pairs:
         raise ValueError("the capture completed none of %d records" % len(recs))
+    past, ooo = past_hole(recs, done, rmm)
     base = min(o for o, _ in pairs)
     rtt = rtt_ms * 1000000
     n = len(pairs)
@@ -92,7 +120,9 @@ def summarize(pcap_path, records_path, port, rtt_ms):
     early = sum(1 for o, u in pairs if u < o - 1000000)
     return {"records": len(recs), "completed_in_capture": n, "oracle_delayed_gt_rtt": oracle,
             "utls_delayed_gt_rtt": utls, "utls_minus_oracle": utls - oracle,
-            "delivered_before_capture_ms": early}
+            "delivered_before_capture_ms": early,
+            "past_hole": past, "past_hole_delivered_out_of_order": ooo,
+            "ooo_share_past_hole": (ooo / past) if past else None}
 
 
 if __name__ == "__main__":

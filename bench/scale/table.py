@@ -25,21 +25,26 @@ def oracle_rows(d):
     runs = [r for r in d["runs"] if "oracle" in r]
     if not runs:
         return ""
-    rows = ["| N | records | delayed > 1 RTT, uTLS | delayed > 1 RTT, oracle | uTLS - oracle |",
-            "|---|---|---|---|---|"]
+    rows = ["| N | records | past a hole delivered out of order | delayed > 1 RTT, uTLS | "
+            "delayed > 1 RTT, oracle | uTLS - oracle |",
+            "|---|---|---|---|---|---|"]
     for r in runs:
         o = r["oracle"]
-        rows.append("| %d | %d of %d | %s | %s | %+.4f |" % (
-            r["conns"], o["completed_in_capture"], o["records"], pct(o["utls_delayed_gt_rtt"]),
+        rows.append("| %d | %d of %d | %s (%d of %d) | %s | %s | %+.4f |" % (
+            r["conns"], o["completed_in_capture"], o["records"],
+            pct(o.get("ooo_share_past_hole")), o.get("past_hole_delivered_out_of_order", 0),
+            o.get("past_hole", 0), pct(o["utls_delayed_gt_rtt"]),
             pct(o["oracle_delayed_gt_rtt"]), o["utls_minus_oracle"]))
     return ("\nThe oracle pass (the fork again, with tcpdump on the receiver's interface; "
-            "records whose completion the capture saw):\n\n" + "\n".join(rows) + "\n")
+            "records whose completion the capture saw; past a hole: completed while an "
+            "earlier record of its connection was not, from the capture):\n\n"
+            + "\n".join(rows) + "\n")
 
 
 def render(d):
     rows = ["| N | host CPU per record, stock / uTLS (ratio) | server CPU per record, stock / uTLS | "
-            "tap kernel memory | RSS peak, stock / uTLS | ring drops | past a hole delivered "
-            "out of order | delayed > 1 RTT, stock / uTLS |",
+            "tap kernel memory | RSS peak, stock / uTLS | ring drops | out of order (server's "
+            "count) | delayed > 1 RTT, stock / uTLS |",
             "|---|---|---|---|---|---|---|---|"]
     for r in d["runs"]:
         s, u = r["stock"], r["utls"]

@@ -71,7 +71,7 @@ static int seg_append_inorder(seg_ctx *c, const unsigned char *data, size_t len)
 
 static void seg_event_drop_oldest(seg_ctx *c)
 {
-    c->ev_head = (c->ev_head + 1) % UTLS_SEG_MAX_EVENTS;
+    c->ev_head = (c->ev_head + 1) % c->ev_cap;
     c->ev_count--;
     c->sig.pending = c->ev_count + (size_t)c->woke;
 }
@@ -82,14 +82,28 @@ static void seg_queue_event(seg_ctx *c, uint64_t offset, size_t len, uint64_t ar
 
     if (len == 0)
         return;
-    /* The queue is made on the first fragment: a store that never sees a
-     * hole (most connections of a server with thousands) costs no 96 KiB. */
-    if (c->events == NULL
-        && (c->events = OPENSSL_zalloc(sizeof(*c->events) * UTLS_SEG_MAX_EVENTS)) == NULL)
-        return; /* the fragment comes in order */
-    if (c->ev_count == UTLS_SEG_MAX_EVENTS)
+    /* The ring is made on the first fragment (a store that never sees a
+     * hole has none) and grows by doubling, in order from its head, up to
+     * UTLS_SEG_MAX_EVENTS; then the oldest event goes. */
+    if (c->ev_count == c->ev_cap && c->ev_cap < UTLS_SEG_MAX_EVENTS) {
+        size_t cap = c->ev_cap == 0 ? UTLS_SEG_MIN_EVENTS : c->ev_cap * 2, i;
+        seg_event *ev = OPENSSL_malloc(sizeof(*ev) * cap);
+
+        if (ev == NULL) {
+            if (c->ev_cap == 0)
+                return; /* the fragment comes in order */
+        } else {
+            for (i = 0; i < c->ev_count; i++)
+                ev[i] = c->events[(c->ev_head + i) % c->ev_cap];
+            OPENSSL_free(c->events);
+            c->events = ev;
+            c->ev_cap = cap;
+            c->ev_head = 0;
+        }
+    }
+    if (c->ev_count == c->ev_cap)
         seg_event_drop_oldest(c);
-    e = &c->events[(c->ev_head + c->ev_count) % UTLS_SEG_MAX_EVENTS];
+    e = &c->events[(c->ev_head + c->ev_count) % c->ev_cap];
     e->offset = offset;
     e->len = len;
     e->other_copy = 0;
@@ -269,7 +283,7 @@ static int seg_push_captured(seg_ctx *c, uint64_t offset, const unsigned char *d
         /* It differed from bytes held: the SSL gets this copy too, and
          * keeps it in case the first one fails to authenticate. */
         seg_queue_event(c, offset, len, arrival_ns);
-        c->events[(c->ev_head + c->ev_count - 1) % UTLS_SEG_MAX_EVENTS].other_copy = 1;
+        c->events[(c->ev_head + c->ev_count - 1) % c->ev_cap].other_copy = 1;
     }
     return seg_stored_past_hole(c, r, offset, len, arrival_ns);
 }

@@ -27,6 +27,10 @@
  * bounds their bytes). Past this, the oldest events are dropped: the
  * out-of-order side loses them, the in-order stream does not. */
 #define UTLS_SEG_MAX_EVENTS ((size_t)4096)
+/* The event ring starts this small and doubles up to UTLS_SEG_MAX_EVENTS:
+ * a connection that meets one hole now and then (most of a server's
+ * thousands) holds a few hundred bytes, not the whole bound. */
+#define UTLS_SEG_MIN_EVENTS ((size_t)16)
 /* The largest uTCP unit read from the next BIO: a 64 KiB TSO segment. */
 #define UTLS_UTCP_MAX_UNIT (5 + 65536)
 
@@ -60,7 +64,7 @@ struct utls_segstore_st {
     uint64_t window;
     /* Fragment events for the SSL: a ring. */
     seg_event *events;
-    size_t ev_head, ev_count;
+    size_t ev_head, ev_count, ev_cap;
     /* Written bytes: an internal buffer, or a BIO. */
     unsigned char *out;
     size_t out_len, out_cap;

@@ -39,6 +39,13 @@
  * wait. */
 #define TAP_SHARED_WAIT_MS 5
 
+/* A socket last seen non-blocking is asked again (fcntl) only every this many
+ * reads: an event loop's reads then cost no extra syscall each. One seen
+ * blocking is asked every time, so that a switch to non-blocking is never
+ * answered with a wait; a switch the other way is seen within this many
+ * reads (until then a read goes straight to recv(), in order, as stock). */
+#define TAP_NONBLOCK_RECHECK 32
+
 struct utls_tap_listener_st {
     uint16_t port;
 };
@@ -205,6 +212,7 @@ struct tap_ctx_st {
     utls_segstore *cap;       /* captured bytes: fragments past a hole */
     uint64_t sock_read_off;   /* stream offset of the next byte from the socket */
     int woke;
+    unsigned nonblock_left;   /* reads before O_NONBLOCK is asked again; 0: ask */
     utls_bio_signals sig; /* always "maybe": the hub is checked in memory */
     UTLS_TAP_STATS stats;
     /* Event-loop readiness (lib/bio/evloop.c): a poller thread drains the hub
@@ -396,7 +404,14 @@ static int tap_read(BIO *b, char *out, int outl)
         tap_lock_w(t);
         tap_drain(t);
         tap_unlock(t);
-        fl = fcntl(t->sock, F_GETFL);
+        if (t->nonblock_left > 0) {
+            t->nonblock_left--;
+            fl = O_NONBLOCK;
+        } else {
+            fl = fcntl(t->sock, F_GETFL);
+            if (fl >= 0 && (fl & O_NONBLOCK) != 0)
+                t->nonblock_left = TAP_NONBLOCK_RECHECK - 1;
+        }
         if (fl >= 0 && (fl & O_NONBLOCK) == 0) {
             /*
              * A blocking socket: wait for in-order bytes or for captured

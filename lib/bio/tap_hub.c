@@ -829,7 +829,11 @@ int UTLS_tap_poll_ready(int *out_fds, size_t max_fds, size_t *out_num)
     }
     pthread_mutex_lock(&hub_mu);
     if (hub.open) {
-        ctl_drain_locked();
+        /* The control socket as a reader's take does: at most every
+         * HUB_CTL_INTERVAL_NS (an attach drains it itself), so that an event
+         * loop's wake-up costs no extra syscall. */
+        if (utls_now_ns() - hub.last_ctl_ns > HUB_CTL_INTERVAL_NS)
+            ctl_drain_locked();
         ring_drain_locked();
         while (hub.ready != NULL && n < max_fds) {
             tap_flow *f = hub.ready;

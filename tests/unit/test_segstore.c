@@ -178,6 +178,34 @@ static void test_segstore_events_bounded(void **state)
     utls_seg_ctx_free(c);
 }
 
+static void test_segstore_events_grow_in_order(void **state)
+{
+    seg_ctx *c = utls_seg_ctx_new();
+    utls_bio_fragment f;
+    uint64_t off, want;
+    size_t i;
+
+    (void)state;
+    /* The ring starts at UTLS_SEG_MIN_EVENTS and grows while wrapped (its
+     * head moved by the events taken): the events still come out oldest
+     * first, none lost or doubled. */
+    for (off = 2; off < 2 + 2 * 10; off += 2)
+        assert_int_equal(utls_seg_push(c, off, stream + off, 1, 0), 1);
+    for (want = 2, i = 0; i < 6; i++, want += 2) {
+        assert_int_equal(utls_segstore_take_event(c, &f), 1);
+        assert_int_equal(f.offset, want);
+    }
+    for (; off < 2 + 2 * (10 + 3 * UTLS_SEG_MIN_EVENTS); off += 2)
+        assert_int_equal(utls_seg_push(c, off, stream + off, 1, 0), 1);
+    assert_int_equal(utls_segstore_num_events(c), 4 + 3 * UTLS_SEG_MIN_EVENTS);
+    for (; want < off; want += 2) {
+        assert_int_equal(utls_segstore_take_event(c, &f), 1);
+        assert_int_equal(f.offset, want);
+    }
+    assert_int_equal(utls_segstore_take_event(c, &f), 0);
+    utls_seg_ctx_free(c);
+}
+
 static void test_segstore_tap_mode_skips_inorder(void **state)
 {
     utls_segstore *c = utls_segstore_new(); /* the tap's: in-order bytes not kept */
@@ -261,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_segstore_refuses_outside_window),
         cmocka_unit_test(test_segstore_duplicate_no_new_event),
         cmocka_unit_test(test_segstore_events_bounded),
+        cmocka_unit_test(test_segstore_events_grow_in_order),
         cmocka_unit_test(test_segstore_tap_mode_skips_inorder),
         cmocka_unit_test(test_segstore_tap_mode_forged_copy_keeps_hole),
         cmocka_unit_test(test_segstore_tap_mode_hands_on_other_copy),
