@@ -343,6 +343,40 @@ static int epoll_synth(evl_set *s, struct epoll_event *evs, int max, int *capfds
     return n;
 }
 
+/*
+ * kernel_reported: the kernel's epoll returned |evs| (|m| of them) of set
+ * |epfd|; an EPOLLONESHOT registration among them is disarmed in the kernel
+ * now, so it is disarmed here too, at once: another thread's epoll_synth
+ * must not hand the same descriptor out again before the program re-arms it
+ * with EPOLL_CTL_MOD. A registration is known by its data, as the program
+ * knows it; two registrations with the same data are both disarmed (they
+ * miss early wake-ups until re-armed, never get one too many).
+ */
+static int kernel_reported(int epfd, const struct epoll_event *evs, int m)
+{
+    evl_set *s;
+    size_t i;
+    int k;
+
+    if (m <= 0)
+        return m;
+    pthread_mutex_lock(&evl_mu);
+    if ((s = set_find(epfd, 0)) != NULL)
+        for (i = 0; i < s->num; i++) {
+            evl_reg *r = &s->regs[i];
+
+            if ((r->events & EPOLLONESHOT) == 0 || !r->armed)
+                continue;
+            for (k = 0; k < m; k++)
+                if (evs[k].data.u64 == r->data.u64) {
+                    r->armed = 0;
+                    break;
+                }
+        }
+    pthread_mutex_unlock(&evl_mu);
+    return m;
+}
+
 static int epoll_common(int epfd, struct epoll_event *evs, int max, uint64_t timeout_ns,
                         int forever, const sigset_t *sigmask)
 {
@@ -361,7 +395,7 @@ static int epoll_common(int epfd, struct epoll_event *evs, int max, uint64_t tim
         n = s != NULL && s->num_tapped > 0 ? epoll_synth(s, evs, max, capfds, &ncap) : 0;
         pthread_mutex_unlock(&evl_mu);
         if (n > 0) {
-            m = real.epoll_wait(epfd, evs + n, max - n, 0);
+            m = kernel_reported(epfd, evs + n, real.epoll_wait(epfd, evs + n, max - n, 0));
             return n + (m > 0 ? m : 0);
         }
         p[0].fd = epfd;
@@ -376,7 +410,7 @@ static int epoll_common(int epfd, struct epoll_event *evs, int max, uint64_t tim
         if (r == 0)
             return 0;
         if (p[0].revents != 0) {
-            m = real.epoll_wait(epfd, evs, max, 0);
+            m = kernel_reported(epfd, evs, real.epoll_wait(epfd, evs, max, 0));
             if (m != 0)
                 return m;
         }

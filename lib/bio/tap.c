@@ -282,8 +282,9 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
      * the hub read the checksum and headers (p->hdr) from the raw packet;
      * the window, ACK and PAWS checks need this connection's state. */
     if (utls_tap_validate_hdr(&t->val, &p->hdr, p->len, off, t->confirmed, &t->query)
-        != UTLS_TAP_SEG_OK)
-        return;
+        != UTLS_TAP_SEG_OK
+        || p->behind)
+        return; /* a behind segment only teaches the validator */
     t->stats.payload_bytes += p->len;
     if (p->arrival_ns > t->stats.last_byte_ns)
         t->stats.last_byte_ns = p->arrival_ns;
@@ -298,15 +299,25 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
 }
 
 /* tap_drain moves what the hub holds for this connection into its store:
- * one ioctl (tap_confirm) when there is any, after the take so that the
- * kernel's in-order point is at least as new as every segment taken. */
+ * one ioctl (tap_confirm) when a segment reaches past what the socket has
+ * returned, after the take so that the kernel's in-order point is at least
+ * as new as every segment taken. Segments the hub found behind the read
+ * point need no ioctl: the bytes read are in order by definition. */
 static void tap_drain(tap_ctx *t)
 {
     tap_pkt *p, *n;
+    int ahead = 0;
 
     p = utls_tap_hub_take(t->att, t->gen);
-    if (p != NULL)
+    for (n = p; n != NULL && !ahead; n = n->next)
+        ahead = !n->behind;
+    if (ahead) {
         tap_confirm(t);
+    } else if (p != NULL) {
+        if (t->sock_read_off > t->confirmed)
+            t->confirmed = t->sock_read_off;
+        utls_tap_validator_drain(&t->val);
+    }
     for (; p != NULL; p = n) {
         n = p->next;
         tap_process(t, p);
@@ -342,6 +353,7 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     /* The hub saw our kernel's own SYN or SYN-ACK: the ACK check is exact. */
     utls_tap_validator_set_send_base(&t->val, local_isn, local_connected);
     utls_segstore_skip_inorder(t->cap, read_off);
+    utls_tap_hub_note_read(t->att, t->stream_seq0 + (uint32_t)read_off);
     return 1;
 }
 
@@ -475,6 +487,7 @@ static int tap_read(BIO *b, char *out, int outl)
     BIO_copy_next_retry(b);
     if (r > 0) {
         t->sock_read_off += (uint64_t)r;
+        utls_tap_hub_note_read(t->att, t->stream_seq0 + (uint32_t)t->sock_read_off);
         if (t->cap != NULL) {
             tap_lock_w(t);
             utls_segstore_skip_inorder(t->cap, t->sock_read_off);

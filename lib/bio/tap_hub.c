@@ -86,6 +86,8 @@ struct tap_flow_st {
     tap_pkt *in_head, *in_tail;
     size_t in_bytes;
     int in_pending;        /* read without the lock: a hint */
+    uint32_t read_seq;     /* the connection's next socket byte (atomic) */
+    int read_seq_set;      /* (atomic) */
     tap_flow *ready_next;
     int on_ready;
 };
@@ -449,6 +451,8 @@ static void ring_process(const struct tpacket3_hdr *h)
     tap_segment seg;
     tap_flow *f;
     tap_pkt *pkt;
+    int behind = 0;
+    size_t cost;
 
     hub.st.packets++;
     if (h->tp_snaplen < h->tp_net - h->tp_mac
@@ -462,14 +466,27 @@ static void ring_process(const struct tpacket3_hdr *h)
     }
     if (seg.payload_len == 0)
         return;
-    if (f->in_bytes + seg.payload_len > UTLS_TAP_INBOX_MAX_BYTES
-        || hub.inbox_total + seg.payload_len > UTLS_TAP_INBOX_TOTAL_MAX_BYTES
-        || (pkt = OPENSSL_malloc(sizeof(*pkt) + seg.payload_len)) == NULL) {
+    /* Wholly before the connection's socket read point (less than 1 GiB
+     * back): the kernel has delivered these bytes in order, the store would
+     * ignore them, and only the validator's timestamp and counts want the
+     * headers. Most segments of a connection with no hole are so by the
+     * time a block is handed over: no payload copy, no wake-up. */
+    if (__atomic_load_n(&f->read_seq_set, __ATOMIC_ACQUIRE)) {
+        uint32_t rs = __atomic_load_n(&f->read_seq, __ATOMIC_RELAXED);
+
+        behind = (int32_t)(seg.seq + (uint32_t)seg.payload_len - rs) <= 0
+                 && (uint32_t)(rs - seg.seq) < (1u << 30);
+    }
+    cost = behind ? UTLS_TAP_BEHIND_COST : seg.payload_len;
+    if (f->in_bytes + cost > UTLS_TAP_INBOX_MAX_BYTES
+        || hub.inbox_total + cost > UTLS_TAP_INBOX_TOTAL_MAX_BYTES
+        || (pkt = OPENSSL_malloc(sizeof(*pkt) + (behind ? 0 : seg.payload_len))) == NULL) {
         hub.st.inbox_drops++;
         return;
     }
     pkt->next = NULL;
     pkt->seq = seg.seq;
+    pkt->behind = behind;
     /* The checksum and the headers the connection's validator needs are read
      * here: only the ring has the raw packet and its status word (a bad
      * checksum is counted and dropped by the connection, tap_validate.h). */
@@ -478,14 +495,17 @@ static void ring_process(const struct tpacket3_hdr *h)
     pkt->len = seg.payload_len;
     pkt->arrival_ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec
                       + (uint64_t)hub.real_to_mono_ns;
-    memcpy(pkt->data, seg.payload, seg.payload_len);
+    if (!behind)
+        memcpy(pkt->data, seg.payload, seg.payload_len);
     if (f->in_tail != NULL)
         f->in_tail->next = pkt;
     else
         f->in_head = pkt;
     f->in_tail = pkt;
-    f->in_bytes += pkt->len;
-    hub.inbox_total += pkt->len;
+    f->in_bytes += cost;
+    hub.inbox_total += cost;
+    if (behind)
+        return; /* taken with the connection's next ahead segment or read */
     __atomic_store_n(&f->in_pending, 1, __ATOMIC_RELEASE);
     if (!f->on_ready) {
         f->on_ready = 1;
@@ -775,6 +795,16 @@ tap_pkt *utls_tap_hub_take(void *att, uint64_t gen)
     }
     pthread_mutex_unlock(&hub_mu);
     return p;
+}
+
+void utls_tap_hub_note_read(void *att, uint32_t next_seq)
+{
+    tap_flow *f = att;
+
+    if (f == NULL)
+        return;
+    __atomic_store_n(&f->read_seq, next_seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->read_seq_set, 1, __ATOMIC_RELEASE);
 }
 
 int utls_tap_hub_pending(void *att)

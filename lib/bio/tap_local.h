@@ -166,8 +166,16 @@ typedef struct tap_pkt_st {
     utls_tap_hdr hdr; /* for the connection's validator (tap_validate.h) */
     uint64_t arrival_ns; /* CLOCK_MONOTONIC */
     size_t len;
+    /* Every byte was behind the connection's socket read point when the hub
+     * took it (the kernel had delivered them in order): |data| is not kept,
+     * only |hdr| and |len|, for the validator's timestamp and counts. */
+    int behind;
     unsigned char data[];
 } tap_pkt;
+
+/* What a behind-the-read-point segment counts against its inbox's bound in
+ * place of its payload, which is not kept. */
+#define UTLS_TAP_BEHIND_COST 64u
 
 /* utls_tap_hub_open opens the process-wide tap if it is not open. Returns 1,
  * or 0 with an error raised. */
@@ -196,6 +204,11 @@ void utls_tap_hub_detach(void *att, uint64_t gen);
  * the flow |att|, oldest first (the caller frees each with OPENSSL_free), or
  * NULL. */
 tap_pkt *utls_tap_hub_take(void *att, uint64_t gen);
+/* utls_tap_hub_note_read tells the hub the sequence number of the next byte
+ * the connection |att| will read from its socket: a captured segment wholly
+ * before it is kept without its payload and wakes nobody (no lock: one
+ * atomic store per read). */
+void utls_tap_hub_note_read(void *att, uint32_t next_seq);
 /* utls_tap_hub_pending: 1 if segments wait for |att| (no lock: a hint). */
 int utls_tap_hub_pending(void *att);
 /* utls_tap_hub_fd: the descriptor that is readable when the ring holds
