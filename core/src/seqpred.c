@@ -100,6 +100,41 @@ void utls_seqpred_observe(utls_seqpred *sp, size_t wire_len)
     sp->var = (1.0 - alpha) * (sp->var + alpha * diff * diff);
 }
 
+void utls_seqpred_inherit_sizes(utls_seqpred *sp, const utls_seqpred *from)
+{
+    if (from == NULL || from->num_observed == 0) {
+        return;
+    }
+    if (sp->num_observed == 0) {
+        sp->num_observed = from->num_observed;
+        sp->min_seen = from->min_seen;
+        sp->max_seen = from->max_seen;
+        sp->mean = from->mean;
+        sp->var = from->var;
+        return;
+    }
+    /* |sp|'s records came last: in the running statistics they weigh 1/n
+     * each while n is below SEQPRED_EWMA_SAMPLES, then about alpha each; the
+     * older ones (|from|'s) weigh the rest. The result is the mixture of the
+     * two (its variance includes the spread between their means). */
+    uint64_t total = sp->num_observed + from->num_observed;
+    double window = total < SEQPRED_EWMA_SAMPLES ? (double)total : (double)SEQPRED_EWMA_SAMPLES;
+    double f = (double)sp->num_observed / window;
+    if (f > 1.0) {
+        f = 1.0;
+    }
+    double diff = sp->mean - from->mean;
+    sp->var = (1.0 - f) * from->var + f * sp->var + f * (1.0 - f) * diff * diff;
+    sp->mean = (1.0 - f) * from->mean + f * sp->mean;
+    sp->num_observed = total;
+    if (from->min_seen < sp->min_seen) {
+        sp->min_seen = from->min_seen;
+    }
+    if (from->max_seen > sp->max_seen) {
+        sp->max_seen = from->max_seen;
+    }
+}
+
 /* seqpred_lower_index returns the number of anchors with offset < |offset|. */
 static size_t seqpred_lower_index(const utls_seqpred *sp, uint64_t offset)
 {

@@ -150,6 +150,10 @@ typedef struct {
 } utls_ern_state;
 
 void utls_ern_keys_clear(utls_ern_keys *k);
+/* utls_ern_read_key_changed: the read key changed; |update|: by a KeyUpdate
+ * after the handshake (the next key's test keys become the current ones),
+ * otherwise the current ones are made again from the new key. */
+void utls_ern_read_key_changed(utls_conn *c, int update);
 int utls_ern_block_matches(utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
                            uint64_t seq);
 /* utls_ern_ooo_find looks for the own number of the record |wire| at stream
@@ -168,6 +172,25 @@ int utls_ern_ooo_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire,
                       uint64_t offset, uint64_t guess, uint64_t floor, int current,
                       uint64_t *out_seq);
 
+/* What utls_ern_rx_find found for a record read in order. */
+#define UTLS_ERN_RX_COUNTED 0 /* decrypt it under the counted sequence number */
+#define UTLS_ERN_RX_FOUND 1   /* decrypt it under *out_n */
+#define UTLS_ERN_RX_REPLAY 2  /* *out_n was seen before: fatal */
+#define UTLS_ERN_RX_OUTSIDE 3 /* *out_n lies outside the window: fatal */
+/* utls_ern_rx_find: the record |wire| (|wire_len| bytes, header included),
+ * read in order from a peer whose records carry numbers while the read
+ * sequence counts |ctr|, is about to be decrypted under the read key |k|.
+ * Finds its number with the one-block test (docs/ern.md "Receiving"):
+ * |ctr| first, then |hint| (with |have_hint|: the number the out-of-order
+ * side found at this record's offset), then nearest first among the unseen
+ * numbers of the window; only then the seen numbers (a replay) and one
+ * window further each way (to name the error). Restarts the window when
+ * |ctr| is not the highest number seen + 1 (a new key). Returns a
+ * UTLS_ERN_RX_* value; every block test but the error search is counted in
+ * c->stats.ern_block_checks. Base-neutral: the glue sets the read sequence
+ * and raises the fatal alert. */
+int utls_ern_rx_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                     uint64_t ctr, int have_hint, uint64_t hint, uint64_t *out_n);
 /* utls_ern_window_note: the record numbered |seq| was authenticated in
  * order: mark it seen in the receive window. Returns 1 when the read
  * sequence is to be set to c->ern_rx_next (the highest number + 1), 0 when

@@ -18,6 +18,22 @@ void utls_ern_keys_clear(utls_ern_keys *k)
     OPENSSL_cleanse(k, sizeof(*k));
 }
 
+void utls_ern_read_key_changed(utls_conn *c, int update)
+{
+    utls_ern_keys t;
+
+    if (!update) {
+        c->ern.cur.valid = 0; /* made again from the new key when needed */
+        return;
+    }
+    /* A KeyUpdate: the next key's one-block test keys become the current
+     * ones; the next ones are made again when needed. */
+    t = c->ern.cur;
+    c->ern.cur = c->ern.next;
+    c->ern.next = t;
+    c->ern.next.valid = 0;
+}
+
 /*
  * utls_ern_block_matches: does the record |wire| decrypt, in its first 8
  * plaintext bytes and under the nonce for |seq|, to |seq| itself? One block
@@ -257,4 +273,90 @@ int utls_ern_window_note(utls_conn *c, uint64_t seq)
     /* Between records the read sequence is to be the highest number seen
      * + 1 (the glue sets it: utls_ern_rx_done). */
     return 1;
+}
+
+int utls_ern_rx_find(utls_conn *c, utls_ern_keys *k, const unsigned char *wire, size_t wire_len,
+                     uint64_t ctr, int have_hint, uint64_t hint, uint64_t *out_n)
+{
+    uint64_t n, w = UTLS_ERN_REORDER_WINDOW;
+    int i;
+
+    if (!c->ern.rxw_valid || ctr != c->ern.rx_next) {
+        /* The first numbered record, or a new key: numbers restart here. */
+        c->ern.rxw_valid = 1;
+        c->ern.rx_next = ctr;
+        /* Every number below was taken by a record already processed. */
+        c->ern.rx_seen = ~(uint64_t)0;
+    }
+    c->ern.rx_checked = 1;
+    if (!k->valid)
+        return UTLS_ERN_RX_COUNTED; /* no test possible: in sequence, as before */
+    /* The trivial window: the sender did not reorder. One block. */
+    c->stats.ern_block_checks++;
+    if (utls_ern_block_matches(k, wire, wire_len, ctr))
+        return UTLS_ERN_RX_COUNTED;
+    /* The number the out-of-order side found for this record, if it is one
+     * the loop below would accept: one block instead of a search. */
+    if (have_hint && hint != ctr
+        && (hint > ctr ? hint - ctr < w
+                       : ctr - 1 - hint < w && ((c->ern.rx_seen >> (ctr - 1 - hint)) & 1) == 0)) {
+        c->stats.ern_block_checks++;
+        if (utls_ern_block_matches(k, wire, wire_len, hint)) {
+            *out_n = hint;
+            return UTLS_ERN_RX_FOUND;
+        }
+    }
+    /*
+     * Nearest first: ahead of the highest number seen (top = ctr - 1), and
+     * the unseen numbers behind it, by distance. A sender that reorders
+     * within a short span pays a few block tests, not a window's worth.
+     */
+    for (i = 0; i < (int)w; i++) {
+        n = ctr + (uint64_t)i;
+        if (i > 0 && n > ctr) {
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+        if ((uint64_t)i < ctr && ((c->ern.rx_seen >> i) & 1) == 0) {
+            n = ctr - 1 - (uint64_t)i;
+            c->stats.ern_block_checks++;
+            if (utls_ern_block_matches(k, wire, wire_len, n))
+                goto found;
+        }
+    }
+    /* A number seen before: the same record again. Tested only now, so
+     * that an honest sender never pays for it. */
+    for (i = 0; i < (int)w && (uint64_t)i < ctr; i++) {
+        if (((c->ern.rx_seen >> i) & 1) == 0)
+            continue;
+        n = ctr - 1 - (uint64_t)i;
+        if (utls_ern_block_matches(k, wire, wire_len, n)) {
+            *out_n = n;
+            return UTLS_ERN_RX_REPLAY;
+        }
+    }
+    /*
+     * No number in the window. Records without a number (TLS 1.3 handshake
+     * messages, alerts) and damaged ones are decrypted with the counted
+     * sequence and pass or fail the AEAD/MAC check as before. Only to name
+     * the error, look one window further each way: a sender that keeps the
+     * rules never writes there.
+     */
+    for (n = ctr + w; n < ctr + 2 * w && n > ctr; n++)
+        if (utls_ern_block_matches(k, wire, wire_len, n)) {
+            *out_n = n;
+            return UTLS_ERN_RX_OUTSIDE;
+        }
+    for (i = 0; i < (int)w && ctr > w + (uint64_t)i; i++) {
+        n = ctr - w - 1 - (uint64_t)i;
+        if (utls_ern_block_matches(k, wire, wire_len, n)) {
+            *out_n = n;
+            return UTLS_ERN_RX_OUTSIDE;
+        }
+    }
+    return UTLS_ERN_RX_COUNTED;
+found:
+    *out_n = n;
+    return UTLS_ERN_RX_FOUND;
 }

@@ -1,8 +1,9 @@
 /*
  * Explicit record numbers, negotiated under encryption (uTLS ERN v1).
- * The protocol is docs/ern.md; this file is its glue for TLS 1.3 and for
- * TLS 1.2 with AES-GCM and AES-CBC: the negotiation, the write hooks and the
- * in-order read hooks. The pure parts are in lib/ern/.
+ * The protocol is docs/ern.md; this file is its 3.0 glue for TLS 1.3 and
+ * for TLS 1.2 with AES-GCM and AES-CBC: the TLS 1.2 offer, the write hooks
+ * and the in-order read hooks. The parts both bases share are in
+ * lib/glue/ern_neg.c, the pure parts in lib/ern/.
  *
  * This code handles secrets: the exporter value and tokens derived from it,
  * and raw traffic keys for the one-block candidate test. All are wiped when
@@ -17,94 +18,6 @@
 #include "glue_local.h"
 /* The big-endian helpers (core/, one copy for the fork and the provider). */
 #include "utls/be64.h"
-
-/* --- Tokens ---------------------------------------------------------------- */
-
-/* ern_tokens computes the tokens (offer, accept, switch, TLS 1.2 offer) once
- * the exporter is available: after the TLS 1.3 handshake, or once the TLS 1.2
- * master secret exists. Returns 1 when they are ready. */
-static int ern_tokens(SSL *s, utls_conn *c)
-{
-    static const char *const names[4] = {"uTLS ERN v1 offer", "uTLS ERN v1 accept",
-                                         "uTLS ERN v1 switch", "uTLS ERN v1 tls12 offer"};
-    unsigned char t[32], mac[EVP_MAX_MD_SIZE];
-    size_t maclen, i;
-    int ok = 0;
-
-    if (c->ern.tokens_ready)
-        return 1;
-    /* TLS 1.2: RFC 5705, from the master secret, which both sides hold
-     * before the first record under the new keys (docs/ern.md). */
-    if (SSL_IS_DTLS(s) || (!SSL_IS_TLS13(s) && s->version != TLS1_2_VERSION)
-        || SSL_export_keying_material(s, t, sizeof(t), UTLS_ERN_LABEL,
-                                      sizeof(UTLS_ERN_LABEL) - 1, NULL, 0, 0) != 1)
-        goto end;
-    for (i = 0; i < 4; i++) {
-        if (EVP_Q_mac(s->ctx->libctx, "HMAC", s->ctx->propq, "SHA256", NULL, t, sizeof(t),
-                      (const unsigned char *)names[i], strlen(names[i]), mac, sizeof(mac),
-                      &maclen) == NULL
-            || maclen < UTLS_ERN_TOKEN_LEN)
-            goto end;
-        if (i < 3)
-            memcpy(c->ern.token[i], mac, UTLS_ERN_TOKEN_LEN);
-        else
-            memcpy(c->ern.offer12, mac, UTLS_ERN_OFFER12_LEN); /* GCM: first 8 */
-    }
-    c->ern.tokens_ready = 1;
-    ok = 1;
-end:
-    OPENSSL_cleanse(t, sizeof(t));
-    OPENSSL_cleanse(mac, sizeof(mac));
-    return ok;
-}
-
-/* --- The offer: a NewSessionTicket extension ------------------------------ */
-
-static int ern_ext_add(SSL *s, unsigned int ext_type, unsigned int context,
-                       const unsigned char **out, size_t *outlen, X509 *x, size_t chainidx,
-                       int *al, void *add_arg)
-{
-    utls_conn *c;
-
-    (void)ext_type, (void)context, (void)x, (void)chainidx, (void)al, (void)add_arg;
-    if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) == 0 || !s->server
-        || (c = utls_conn_get(s)) == NULL || !ern_tokens(s, c))
-        return 0; /* not added: the ticket is stock */
-    c->ern.offered = 1;
-    *out = c->ern.token[UTLS_ERN_OFFER];
-    *outlen = UTLS_ERN_TOKEN_LEN;
-    return 1;
-}
-
-static int ern_ext_parse(SSL *s, unsigned int ext_type, unsigned int context,
-                         const unsigned char *in, size_t inlen, X509 *x, size_t chainidx,
-                         int *al, void *parse_arg)
-{
-    utls_conn *c;
-
-    (void)ext_type, (void)context, (void)x, (void)chainidx, (void)al, (void)parse_arg;
-    /* RFC 8446 4.6.1: clients MUST ignore unrecognized extensions; an offer
-     * that does not verify is treated as unrecognized. */
-    if ((s->mode & SSL_MODE_UTLS_NEGOTIATE) == 0 || s->server || inlen != UTLS_ERN_TOKEN_LEN
-        || (c = utls_conn_get(s)) == NULL || !ern_tokens(s, c)
-        || CRYPTO_memcmp(in, c->ern.token[UTLS_ERN_OFFER], inlen) != 0)
-        return 1;
-    c->ern.offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
-    if (!c->ern.accepted && c->ern.token_due == 0)
-        c->ern.token_due = UTLS_ERN_ACCEPT;
-    return 1;
-}
-
-void utls_ern_register(SSL_CTX *ctx)
-{
-    /* Dormant unless SSL_MODE_UTLS_NEGOTIATE is set: add returns 0 (nothing
-     * sent) and parse ignores everything. NewSessionTicket only: the
-     * ClientHello and ServerHello never carry it. */
-    ERR_set_mark();
-    (void)SSL_CTX_add_custom_ext(ctx, UTLS_ERN_EXT_TYPE, SSL_EXT_TLS1_3_NEW_SESSION_TICKET,
-                                 ern_ext_add, NULL, NULL, ern_ext_parse, NULL);
-    ERR_pop_to_mark();
-}
 
 /* --- The TLS 1.2 offer: a sender-chosen field of the server's Finished ------ */
 
@@ -162,7 +75,7 @@ int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsign
     }
     /* The server's offer, once per connection, in its first record under
      * the new write key: its Finished. */
-    if (!s->server || c->ern.offered || !ern_tokens(s, c))
+    if (!s->server || c->ern.offered || !utls_ern_tokens(s, c))
         return 1;
     if (kind == UTLS_ERN_KIND_CBC12) {
         /* Put in place of the random explicit IV by utls_hook_tls12_cbc_iv. */
@@ -244,7 +157,7 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
     if (utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
         return;
     c->ern.tls12_checked = 1;
-    if (!ern_tokens(s, c))
+    if (!utls_ern_tokens(s, c))
         return;
     if (kind == UTLS_ERN_KIND_GCM12) {
         /* The provider decrypted in place after the explicit nonce, which
@@ -273,65 +186,17 @@ void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
 
 /* --- Sending ----------------------------------------------------------------- */
 
-int utls_hook_write_bytes(SSL *s)
-{
-    utls_conn *c = s->utls;
-
-    /* Nothing to send on its own: an owed accept or switch travels in front
-     * of the next application record (utls_hook_write_prefix), so that the
-     * record count on the wire is what stock OpenSSL would send. */
-    if (c != NULL && (c->ern.num_sealed > 0 || c->ern.wpending)) {
-        /* Its record would take a number above the sealed ones and the
-         * write buffer may hold a partly written sealed record. */
-        utls_raise(UTLS_R_ERN_SEALED_PENDING, "%zu sealed records unwritten",
-                   c->ern.num_sealed);
-        return -1;
-    }
-    return 1;
-}
-
-size_t utls_hook_write_overhead(SSL *s)
-{
-    utls_conn *c = s->utls;
-
-    if (c == NULL)
-        return 0;
-    if (c->ern.token_due != 0)
-        return UTLS_ERN_TOKEN_LEN + UTLS_ERN_LEN;
-    return c->ern.tx ? UTLS_ERN_LEN : 0;
-}
-
 int utls_hook_write_prefix(SSL *s, WPACKET *pkt, int type, size_t pipe, size_t *out_len)
 {
     utls_conn *c = s->utls;
-    unsigned char *seq = RECORD_LAYER_get_write_sequence(&s->rlayer);
-    unsigned char ern[UTLS_ERN_LEN];
 
     *out_len = 0;
     if (c == NULL || type != SSL3_RT_APPLICATION_DATA || SSL_in_init(s))
         return 1;
-    if (c->ern.token_due != 0) {
-        /* The switch point: this record starts with the owed message, and
-         * from this record on every record carries its number. */
-        if (!WPACKET_memcpy(pkt, c->ern.token[c->ern.token_due], UTLS_ERN_TOKEN_LEN))
-            return 0;
-        *out_len += UTLS_ERN_TOKEN_LEN;
-        if (c->ern.token_due == UTLS_ERN_ACCEPT)
-            c->ern.accepted = 1;
-        c->ern.token_due = 0;
-        c->ern.tx = 1;
-    }
-    if (!c->ern.tx)
-        return 1;
     /* The number the record is encrypted under: this record's sequence. */
-    utls_store_be64(ern, utls_load_be64(seq) + pipe);
-    if (!WPACKET_memcpy(pkt, ern, sizeof(ern)))
-        return 0;
-    if (!c->ern.sealing) /* written now, in sequence (UTLS_ern_seal: later) */
-        c->ern.tx_top_next = utls_load_be64(seq) + pipe + 1;
-    *out_len += sizeof(ern);
-    c->stats.ern_records_sent++;
-    return 1;
+    return utls_ern_put_prefix(c, pkt,
+                               utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) + pipe,
+                               out_len);
 }
 
 int UTLS_ern_flush(SSL *s)
@@ -356,133 +221,90 @@ int UTLS_ern_flush(SSL *s)
     return r > 0;
 }
 
-unsigned int UTLS_ern_status(const SSL *s)
-{
-    const utls_conn *c = s != NULL ? s->utls : NULL;
-    unsigned int st = 0;
+/* --- Sealing: this base's record writer (lib/glue/ern_seal.c) --------------- */
 
-    if (c == NULL)
+uint64_t utls_ern_write_seq(SSL *s)
+{
+    return utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
+}
+
+int utls_ern_padding_on(SSL *s)
+{
+    return SSL_IS_TLS13(s) && (s->record_padding_cb != NULL || s->block_padding > 0);
+}
+
+int utls_ern_seal_build(SSL *s, const void *buf, size_t len, unsigned char *out, size_t out_cap,
+                        size_t *out_written)
+{
+    SSL3_BUFFER *wb;
+    size_t pipelen = len, written = 0;
+
+    /* do_ssl3_write() with |create_empty_fragment| builds one record in the
+     * write buffer and returns without writing it (OpenSSL uses this for
+     * its CBC empty fragments). */
+    if (do_ssl3_write(s, SSL3_RT_APPLICATION_DATA, buf, &pipelen, 1, 1, &written) <= 0)
         return 0;
-    if (c->ern.offered)
-        st |= UTLS_ERN_OFFERED;
-    if (c->ern.accepted || (s->server && c->ern.rx))
-        st |= UTLS_ERN_ACCEPTED;
-    if (c->ern.tx)
-        st |= UTLS_ERN_TX;
-    if (c->ern.rx)
-        st |= UTLS_ERN_RX;
-    return st;
+    wb = &s->rlayer.wbuf[0];
+    if (written > out_cap) {
+        SSLfatal(s, SSL_AD_INTERNAL_ERROR, ERR_R_INTERNAL_ERROR);
+        return 0;
+    }
+    memcpy(out, SSL3_BUFFER_get_buf(wb) + SSL3_BUFFER_get_offset(wb), written);
+    SSL3_BUFFER_set_offset(wb, 0);
+    SSL3_BUFFER_set_left(wb, 0);
+    *out_written = written;
+    return 1;
+}
+
+int utls_ern_sealed_start(SSL *s, const unsigned char *rec, size_t len)
+{
+    SSL3_BUFFER *wb;
+
+    if (s->rlayer.numwpipes == 0 && !ssl3_setup_write_buffer(s, 1, 0))
+        return 0;
+    wb = &s->rlayer.wbuf[0];
+    if (len > SSL3_BUFFER_get_len(wb)) {
+        utls_raise(UTLS_R_ERN_BAD_ARGUMENT, "%zu bytes do not fit the write buffer", len);
+        return 0;
+    }
+    memcpy(SSL3_BUFFER_get_buf(wb), rec, len);
+    SSL3_BUFFER_set_offset(wb, 0);
+    SSL3_BUFFER_set_left(wb, len);
+    s->rlayer.wpend_tot = len;
+    s->rlayer.wpend_buf = s->utls->ern.flush_buf; /* ours: SSL_write() cannot resume it */
+    s->rlayer.wpend_type = SSL3_RT_APPLICATION_DATA;
+    s->rlayer.wpend_ret = len;
+    return 1;
+}
+
+int utls_ern_sealed_write(SSL *s, size_t len)
+{
+    size_t written;
+
+    return ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, s->utls->ern.flush_buf, len,
+                              &written) > 0;
 }
 
 /* --- Receiving in order ------------------------------------------------------ */
-
-/* ern_switch_token: the token that starts the peer's first numbered record. */
-static const unsigned char *ern_switch_token(SSL *s, const utls_conn *c)
-{
-    if (!c->ern.tokens_ready)
-        return NULL;
-    if (s->server)
-        return c->ern.offered ? c->ern.token[UTLS_ERN_ACCEPT] : NULL;
-    return c->ern.accepted ? c->ern.token[UTLS_ERN_SWITCH] : NULL;
-}
-
-int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t *len,
-                   uint64_t seq, int numbered)
-{
-    const unsigned char *tok = ern_switch_token(s, c);
-    int is_switch = 0;
-
-    if (!numbered && tok != NULL && *len >= UTLS_ERN_TOKEN_LEN + UTLS_ERN_LEN
-        && CRYPTO_memcmp(*pt, tok, UTLS_ERN_TOKEN_LEN) == 0) {
-        *pt += UTLS_ERN_TOKEN_LEN;
-        *len -= UTLS_ERN_TOKEN_LEN;
-        numbered = 1;
-        is_switch = 1;
-    }
-    if (!numbered)
-        return 0;
-    if (*len < UTLS_ERN_LEN || utls_load_be64(*pt) != seq)
-        return -1;
-    *pt += UTLS_ERN_LEN;
-    *len -= UTLS_ERN_LEN;
-    return is_switch ? 2 : 1;
-}
 
 int utls_ern_inorder(SSL *s, utls_conn *c, SSL3_RECORD *rr, uint64_t seq)
 {
     const unsigned char *pt = rr->data;
     size_t len = rr->length;
-    int r;
+    int r = utls_ern_inorder_data(s, c, &pt, &len, seq);
 
-    if (!c->ern.tokens_ready)
-        return 1;
-    r = utls_ern_strip(s, c, &pt, &len, seq, c->ern.rx);
     if (r < 0) {
         /* A numbered record whose number is not the sequence number counted:
          * the authenticated sender lied. */
         SSLfatal(s, SSL_AD_DECODE_ERROR, SSL_R_BAD_RECORD_TYPE);
         return 0;
     }
-    if (r == 2) {
-        /* The peer's switch point, in order: numbered from this record on. */
-        c->ern.rx = 1;
-        if (s->server)
-            c->ern.token_due = UTLS_ERN_SWITCH;
-    }
-    if (r > 0) {
-        rr->data = (unsigned char *)pt;
-        rr->length = len;
-        c->stats.ern_records_received++;
-    }
+    rr->data = (unsigned char *)pt;
+    rr->length = len;
     return 1;
 }
 
 /* --- Receiving out of order: the one-block test ------------------------------ */
-
-int utls_tls13_read_key(SSL *s, int next, unsigned char *key, size_t *keylen,
-                        unsigned char iv[12])
-{
-    /* RFC 8446 7.1-7.3: key and IV from the read traffic secret, or from
-     * the next one (7.2: HKDF-Expand-Label(secret, "traffic upd", "", Hash.length)). */
-    static const unsigned char upd[] = "traffic upd";
-    const EVP_MD *md = ssl_handshake_md(s);
-    const EVP_CIPHER *ciph = s->s3.tmp.new_sym_enc;
-    const unsigned char *secret = s->server ? s->client_app_traffic_secret
-                                            : s->server_app_traffic_secret;
-    unsigned char nsecret[EVP_MAX_MD_SIZE];
-    size_t hashlen;
-    int l, ok = 0;
-
-    if (md == NULL || ciph == NULL || (l = EVP_MD_get_size(md)) <= 0)
-        return 0;
-    hashlen = (size_t)l;
-    *keylen = (size_t)EVP_CIPHER_get_key_length(ciph);
-    if (*keylen > EVP_MAX_KEY_LENGTH)
-        return 0;
-    if (next) {
-        if (!tls13_hkdf_expand(s, md, secret, upd, sizeof(upd) - 1, NULL, hashlen, nsecret,
-                               hashlen, 0))
-            goto end;
-        secret = nsecret;
-    }
-    ok = tls13_derive_key(s, md, secret, key, *keylen) && tls13_derive_iv(s, md, secret, iv, 12);
-end:
-    OPENSSL_cleanse(nsecret, sizeof(nsecret));
-    return ok;
-}
-
-/* tls13_kind: the one-block test for a TLS 1.3 AEAD, or 0 for none. */
-static int tls13_kind(const EVP_CIPHER *ciph)
-{
-    switch (EVP_CIPHER_get_mode(ciph)) {
-    case EVP_CIPH_GCM_MODE:
-        return UTLS_ERN_KIND_GCM;
-    case EVP_CIPH_CCM_MODE:
-        return UTLS_ERN_KIND_CCM;
-    default:
-        return EVP_CIPHER_get_nid(ciph) == NID_chacha20_poly1305 ? UTLS_ERN_KIND_CHACHA : 0;
-    }
-}
 
 /*
  * utls_ern_keys_setup derives the raw key and IV of the current read key (or,
@@ -496,7 +318,6 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
     unsigned char key[EVP_MAX_KEY_LENGTH];
     size_t keylen;
     int ok = 0;
-    EVP_CIPHER *blk = NULL;
 
     k->valid = 0;
     if (ciph == NULL)
@@ -513,29 +334,14 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
         memset(k->iv + UTLS_GCM12_SALT_LEN, 0, sizeof(k->iv) - UTLS_GCM12_SALT_LEN);
         memcpy(key, c->ern.tls12_rx_key, c->ern.tls12_rx_key_len);
         keylen = c->ern.tls12_rx_key_len;
-    } else if ((k->kind = tls13_kind(ciph)) == 0
+    } else if ((k->kind = utls_ern_tls13_kind(ciph)) == 0
                || !utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key)) {
         goto end;
     }
-    if (k->ctx == NULL && (k->ctx = EVP_CIPHER_CTX_new()) == NULL)
+    if (!utls_ern_keys_init(s, k, key, keylen))
         goto end;
-    if (k->kind == UTLS_ERN_KIND_CHACHA) {
-        blk = EVP_CIPHER_fetch(s->ctx->libctx, "ChaCha20", s->ctx->propq);
-        memcpy(k->key, key, keylen);
-    } else {
-        blk = EVP_CIPHER_fetch(s->ctx->libctx, keylen == 32 ? "AES-256-ECB" : "AES-128-ECB",
-                               s->ctx->propq);
-    }
-    /* CBC: the test decrypts one block; every other kind makes keystream. */
-    if (blk == NULL
-        || EVP_CipherInit_ex(k->ctx, blk, NULL, k->kind == UTLS_ERN_KIND_CHACHA ? NULL : key, NULL,
-                             k->kind == UTLS_ERN_KIND_CBC12 ? 0 : 1) <= 0)
-        goto end;
-    EVP_CIPHER_CTX_set_padding(k->ctx, 0);
-    k->valid = 1;
     ok = 1;
 end:
-    EVP_CIPHER_free(blk);
     OPENSSL_cleanse(key, sizeof(key));
     return ok;
 }
@@ -550,94 +356,35 @@ int utls_hook_ern_pre_decrypt(SSL *s, SSL3_RECORD *rr)
     utls_conn *c = s->utls;
     const unsigned char *wire = RECORD_LAYER_get_packet(&s->rlayer);
     size_t wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
-    uint64_t ctr, n, w = UTLS_ERN_REORDER_WINDOW;
-    utls_ern_keys *k;
-    int i;
+    uint64_t ctr, hint = 0, n = 0;
+    int have_hint;
 
     if (c == NULL || !c->ern.rx || rr->type != SSL3_RT_APPLICATION_DATA
         || rr->rec_version == SSL2_VERSION)
         return 1;
     ctr = utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer));
-    if (!c->ern.rxw_valid || ctr != c->ern.rx_next) {
-        /* The first numbered record, or a new key: numbers restart here. */
-        c->ern.rxw_valid = 1;
-        c->ern.rx_next = ctr;
-        /* Every number below was taken by a record already processed. */
-        c->ern.rx_seen = ~(uint64_t)0;
-    }
-    c->ern.rx_checked = 1;
-    k = &c->ern.cur;
-    if (!k->valid && !utls_ern_keys_setup(s, k, 0))
-        return 1; /* no test possible: in sequence order, as before */
-    /* The trivial window: the sender did not reorder. One block. */
-    c->stats.ern_block_checks++;
-    if (utls_ern_block_matches(k, wire, wire_len, ctr))
+    /* Without a key (no test possible) the search leaves the counted
+     * number: in sequence order, as before. */
+    if (!c->ern.cur.valid)
+        (void)utls_ern_keys_setup(s, &c->ern.cur, 0);
+    have_hint = (s->mode & SSL_MODE_UNORDERED) != 0
+                && utls_ern_hint_find(c, c->inorder.cur_offset, &hint);
+    switch (utls_ern_rx_find(c, &c->ern.cur, wire, wire_len, ctr, have_hint, hint, &n)) {
+    case UTLS_ERN_RX_FOUND:
+        set_read_seq(s, n);
         return 1;
-    /* The number the out-of-order side found for this record, if it is one
-     * the loop below would accept: one block instead of a search. */
-    if ((s->mode & SSL_MODE_UNORDERED) != 0 && utls_ern_hint_find(c, c->inorder.cur_offset, &n)
-        && n != ctr
-        && (n > ctr ? n - ctr < w
-                    : ctr - 1 - n < w && ((c->ern.rx_seen >> (ctr - 1 - n)) & 1) == 0)) {
-        c->stats.ern_block_checks++;
-        if (utls_ern_block_matches(k, wire, wire_len, n))
-            goto found;
+    case UTLS_ERN_RX_REPLAY:
+        utls_raise(UTLS_R_ERN_REPLAY, "record number %llu", (unsigned long long)n);
+        SSLfatal_alert(s, SSL_AD_DECODE_ERROR);
+        return 0;
+    case UTLS_ERN_RX_OUTSIDE:
+        utls_raise(UTLS_R_ERN_OUT_OF_WINDOW, "record number %llu, highest seen + 1 = %llu",
+                   (unsigned long long)n, (unsigned long long)ctr);
+        SSLfatal_alert(s, SSL_AD_DECODE_ERROR);
+        return 0;
+    default:
+        return 1;
     }
-    /*
-     * Nearest first: ahead of the highest number seen (top = ctr - 1), and
-     * the unseen numbers behind it, by distance. A sender that reorders
-     * within a short span pays a few block tests, not a window's worth.
-     */
-    for (i = 0; i < (int)w; i++) {
-        n = ctr + (uint64_t)i;
-        if (i > 0 && n > ctr) {
-            c->stats.ern_block_checks++;
-            if (utls_ern_block_matches(k, wire, wire_len, n))
-                goto found;
-        }
-        if ((uint64_t)i < ctr && ((c->ern.rx_seen >> i) & 1) == 0) {
-            n = ctr - 1 - (uint64_t)i;
-            c->stats.ern_block_checks++;
-            if (utls_ern_block_matches(k, wire, wire_len, n))
-                goto found;
-        }
-    }
-    /* A number seen before: the same record again. Tested only now, so
-     * that an honest sender never pays for it. */
-    for (i = 0; i < (int)w && (uint64_t)i < ctr; i++) {
-        if (((c->ern.rx_seen >> i) & 1) == 0)
-            continue;
-        n = ctr - 1 - (uint64_t)i;
-        if (utls_ern_block_matches(k, wire, wire_len, n)) {
-            utls_raise(UTLS_R_ERN_REPLAY, "record number %llu", (unsigned long long)n);
-            SSLfatal_alert(s, SSL_AD_DECODE_ERROR);
-            return 0;
-        }
-    }
-    /*
-     * No number in the window. Records without a number (TLS 1.3 handshake
-     * messages, alerts) and damaged ones are decrypted with the counted
-     * sequence and pass or fail the AEAD/MAC check as before. Only to name
-     * the error, look one window further each way: a sender that keeps the
-     * rules never writes there.
-     */
-    for (n = ctr + w; n < ctr + 2 * w && n > ctr; n++)
-        if (utls_ern_block_matches(k, wire, wire_len, n))
-            goto outside;
-    for (i = 0; i < (int)w && ctr > w + (uint64_t)i; i++) {
-        n = ctr - w - 1 - (uint64_t)i;
-        if (utls_ern_block_matches(k, wire, wire_len, n))
-            goto outside;
-    }
-    return 1;
-found:
-    set_read_seq(s, n);
-    return 1;
-outside:
-    utls_raise(UTLS_R_ERN_OUT_OF_WINDOW, "record number %llu, highest seen + 1 = %llu",
-               (unsigned long long)n, (unsigned long long)ctr);
-    SSLfatal_alert(s, SSL_AD_DECODE_ERROR);
-    return 0;
 }
 
 /* Between records the read sequence is the highest number seen + 1: a

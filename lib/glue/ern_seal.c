@@ -1,7 +1,11 @@
 /*
  * Sending explicit record numbers out of sequence order (docs/ern.md):
  * UTLS_ern_seal() and friends, and the write hooks that hold other records
- * back while sealed ones are unwritten. Glue: drives the record layer.
+ * back while sealed ones are unwritten. The same source on both bases
+ * (lib/glue/3.5/ern_seal.c is a one-line wrapper): what builds a record
+ * without writing it and what writes a sealed one are per base
+ * (utls_ern_seal_build, utls_ern_sealed_start and utls_ern_sealed_write in
+ * lib/glue/ern_hooks.c and lib/glue/3.5/ern.c).
  */
 #include <string.h>
 
@@ -23,10 +27,10 @@
  */
 static utls_conn *ern_tx_usable(SSL *s)
 {
-    utls_conn *c = s != NULL ? s->utls : NULL;
+    utls_conn *c = s != NULL ? UTLS_CONN_OF(s) : NULL;
 
     if (c == NULL || !c->ern.tx || c->ern.token_due != 0
-        || (s->wbio != NULL && BIO_get_ktls_send(s->wbio))) {
+        || (SSL_get_wbio(s) != NULL && BIO_get_ktls_send(SSL_get_wbio(s)))) {
         utls_raise(UTLS_R_ERN_NOT_ON, "UTLS_ERN_TX is off (status 0x%x)",
                    s != NULL ? UTLS_ern_status(s) : 0);
         return NULL;
@@ -46,9 +50,10 @@ static utls_conn *ern_tx_usable(SSL *s)
  */
 static int ern_send_owed(SSL *s, utls_conn *c)
 {
+    UTLS_TLS_CONN *sc = UTLS_TLS_OF(s);
     int r;
 
-    if (s->key_update == SSL_KEY_UPDATE_NONE && s->ext.extra_tickets_expected == 0
+    if (sc->key_update == SSL_KEY_UPDATE_NONE && sc->ext.extra_tickets_expected == 0
         && !SSL_in_init(s))
         return 1;
     if (c->ern.num_sealed > 0) {
@@ -58,19 +63,19 @@ static int ern_send_owed(SSL *s, utls_conn *c)
     }
     /* The same steps as ssl3_write_bytes() before an application record. */
     if (!SSL_in_init(s)) {
-        if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern.wpending) {
+        if (RECORD_LAYER_write_pending(&sc->rlayer) || c->ern.wpending) {
             /* Enter the state machine only with nothing half written (as
              * ssl3_write_bytes): finish the pending write first. */
             utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
             return 0;
         }
-        ossl_statem_set_in_init(s, 1);
+        ossl_statem_set_in_init(sc, 1);
     }
     /* Also resumes a message the state machine wrote only partly. */
-    r = s->handshake_func(s);
+    r = sc->handshake_func(s);
     if (r <= 0)
         return 0; /* SSLfatal() called, or a retry (SSL_ERROR_WANT_*) */
-    if (SSL_in_init(s) || s->key_update != SSL_KEY_UPDATE_NONE) {
+    if (SSL_in_init(s) || sc->key_update != SSL_KEY_UPDATE_NONE) {
         utls_raise(UTLS_R_ERN_HANDSHAKE_DUE, "a handshake is in progress");
         return 0;
     }
@@ -81,41 +86,37 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
                   size_t *out_len, uint64_t *out_number)
 {
     utls_conn *c;
-    SSL3_BUFFER *wb;
     uint64_t m;
-    size_t written = 0, pipelen = len, slot, need;
-    int r;
+    size_t written = 0, slot, need;
 
     if ((c = ern_tx_usable(s)) == NULL)
         return 0;
-    if ((s->shutdown & SSL_SENT_SHUTDOWN) != 0) {
+    if ((SSL_get_shutdown(s) & SSL_SENT_SHUTDOWN) != 0) {
         /* As SSL_write(): nothing after our close_notify. */
         ERR_raise(ERR_LIB_SSL, SSL_R_PROTOCOL_IS_SHUTDOWN);
         return 0;
     }
     /*
-     * TLS 1.3 record padding (a callback or block padding, applied by
-     * do_ssl3_write) pads up to the maximum fragment whatever the content:
+     * TLS 1.3 record padding (a callback or block padding, applied by the
+     * record writer) pads up to the maximum fragment whatever the content:
      * then only UTLS_ERN_SEAL_MAX_RECORD bounds the record. Checked before a
      * number is taken, so a small buffer loses nothing.
      */
-    need = SSL_IS_TLS13(s) && (s->record_padding_cb != NULL || s->block_padding > 0)
-               ? UTLS_ERN_SEAL_MAX_RECORD
-               : len + UTLS_ERN_SEAL_OVERHEAD;
+    need = utls_ern_padding_on(s) ? UTLS_ERN_SEAL_MAX_RECORD : len + UTLS_ERN_SEAL_OVERHEAD;
     if (buf == NULL || out == NULL || out_len == NULL || out_number == NULL || len == 0
-        || len > UTLS_ERN_SEAL_MAX_CONTENT || len + UTLS_ERN_LEN > ssl_get_max_send_fragment(s)
-        || out_cap < need) {
+        || len > UTLS_ERN_SEAL_MAX_CONTENT
+        || len + UTLS_ERN_LEN > ssl_get_max_send_fragment(UTLS_TLS_OF(s)) || out_cap < need) {
         utls_raise(UTLS_R_ERN_BAD_ARGUMENT, "content %zu bytes, buffer %zu (needs %zu)", len,
                    out_cap, need);
         return 0;
     }
     if (!ern_send_owed(s, c))
         return 0;
-    if (RECORD_LAYER_write_pending(&s->rlayer) || c->ern.wpending) {
+    if (RECORD_LAYER_write_pending(&UTLS_TLS_OF(s)->rlayer) || c->ern.wpending) {
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "complete the pending write first");
         return 0;
     }
-    m = utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer));
+    m = utls_ern_write_seq(s);
     if (c->ern.num_sealed == 0 && m < c->ern.tx_top_next)
         c->ern.tx_top_next = m; /* a new key: its numbers restart at 0 */
     if (c->ern.num_sealed > 0 && m != c->ern.seal_next) {
@@ -137,26 +138,20 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
         utls_raise(UTLS_R_ERN_WINDOW, "slot of %llu in use", (unsigned long long)m);
         return 0;
     }
-    /*
-     * do_ssl3_write() with |create_empty_fragment| builds one record in the
-     * write buffer and returns without writing it (OpenSSL uses this for
-     * its CBC empty fragments). The record number goes in front of the
-     * content through utls_hook_write_prefix, as for any record.
-     */
+    /* One record with the next number, built by the base's own record
+     * writer and copied to |out| without being written. The record number
+     * goes in front of the content through the write prefix hook, as for
+     * any record. */
     c->ern.sealing = 1;
-    r = do_ssl3_write(s, SSL3_RT_APPLICATION_DATA, buf, &pipelen, 1, 1, &written);
-    c->ern.sealing = 0;
-    if (r <= 0)
+    if (!utls_ern_seal_build(s, buf, len, out, out_cap, &written)) {
+        c->ern.sealing = 0;
         return 0; /* SSLfatal() already called */
-    wb = &s->rlayer.wbuf[0];
-    if (written < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL || written > out_cap
-        || utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != m + 1) {
-        SSLfatal(s, SSL_AD_INTERNAL_ERROR, ERR_R_INTERNAL_ERROR);
+    }
+    c->ern.sealing = 0;
+    if (written < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL || utls_ern_write_seq(s) != m + 1) {
+        SSLfatal(UTLS_TLS_OF(s), SSL_AD_INTERNAL_ERROR, ERR_R_INTERNAL_ERROR);
         return 0;
     }
-    memcpy(out, SSL3_BUFFER_get_buf(wb) + SSL3_BUFFER_get_offset(wb), written);
-    SSL3_BUFFER_set_offset(wb, 0);
-    SSL3_BUFFER_set_left(wb, 0);
     c->ern.slot[slot].state = UTLS_ERN_SLOT_SEALED;
     c->ern.slot[slot].number = m;
     c->ern.slot[slot].len = written;
@@ -171,9 +166,7 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
 int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
 {
     utls_conn *c;
-    SSL3_BUFFER *wb;
-    size_t written;
-    int slot, r;
+    int slot;
 
     if ((c = ern_tx_usable(s)) == NULL)
         return 0;
@@ -192,38 +185,28 @@ int UTLS_ern_write_sealed(SSL *s, const unsigned char *rec, size_t len)
         utls_raise(UTLS_R_ERN_NOT_SEALED, "%zu bytes", len);
         return 0;
     }
-    if (RECORD_LAYER_write_pending(&s->rlayer)) {
+    if (RECORD_LAYER_write_pending(&UTLS_TLS_OF(s)->rlayer)) {
         utls_raise(UTLS_R_ERN_WRITE_PENDING, "an SSL_write() is pending: complete it first");
         return 0;
     }
-    if (utls_load_be64(RECORD_LAYER_get_write_sequence(&s->rlayer)) != c->ern.seal_next) {
+    if (utls_ern_write_seq(s) != c->ern.seal_next) {
         /* The key changed or another record took a number: this record's
          * nonce and number belong to a state the peer has left. */
         utls_ern_slots_clear(c);
         utls_raise(UTLS_R_ERN_STALE, "sealed records are void");
         return 0;
     }
-    if (s->rlayer.numwpipes == 0 && !ssl3_setup_write_buffer(s, 1, 0))
+    /* Into the write buffer, as the record writer leaves a record it could
+     * not write at once: the next step writes it, and repeats a partial
+     * write. */
+    if (!utls_ern_sealed_start(s, rec, len))
         return 0;
-    wb = &s->rlayer.wbuf[0];
-    if (len > SSL3_BUFFER_get_len(wb)) {
-        utls_raise(UTLS_R_ERN_BAD_ARGUMENT, "%zu bytes do not fit the write buffer", len);
-        return 0;
-    }
-    memcpy(SSL3_BUFFER_get_buf(wb), rec, len);
-    SSL3_BUFFER_set_offset(wb, 0);
-    SSL3_BUFFER_set_left(wb, len);
-    s->rlayer.wpend_tot = len;
-    s->rlayer.wpend_buf = c->ern.flush_buf; /* ours: SSL_write() cannot resume it */
-    s->rlayer.wpend_type = SSL3_RT_APPLICATION_DATA;
-    s->rlayer.wpend_ret = len;
     c->ern.wpending = 1;
     c->ern.wpending_number = c->ern.slot[slot].number;
     if (c->ern.slot[slot].number >= c->ern.tx_top_next)
         c->ern.tx_top_next = c->ern.slot[slot].number + 1;
 write:
-    r = ssl3_write_pending(s, SSL3_RT_APPLICATION_DATA, c->ern.flush_buf, len, &written);
-    if (r <= 0)
+    if (!utls_ern_sealed_write(s, len))
         return 0; /* SSL_get_error(): retry with the same record */
     c->ern.wpending = 0;
     OPENSSL_cleanse(&c->ern.slot[slot], sizeof(c->ern.slot[slot]));
@@ -261,14 +244,31 @@ int UTLS_ern_drop(SSL *s, uint64_t number)
 
 size_t UTLS_ern_num_sealed(const SSL *s)
 {
-    const utls_conn *c = s != NULL ? s->utls : NULL;
+    const utls_conn *c = s != NULL ? UTLS_CONN_OF(s) : NULL;
 
     return c != NULL ? c->ern.num_sealed : 0;
 }
 
+int utls_hook_write_bytes(SSL *s)
+{
+    const utls_conn *c = UTLS_CONN_OF(s);
+
+    /* Nothing to send on its own: an owed accept or switch travels in front
+     * of the next application record (utls_hook_write_prefix), so that the
+     * record count on the wire is what stock OpenSSL would send. */
+    if (c != NULL && (c->ern.num_sealed > 0 || c->ern.wpending)) {
+        /* Its record would take a number above the sealed ones and the
+         * write buffer may hold a partly written sealed record. */
+        utls_raise(UTLS_R_ERN_SEALED_PENDING, "%zu sealed records unwritten",
+                   c->ern.num_sealed);
+        return -1;
+    }
+    return 1;
+}
+
 int utls_hook_no_sealed_records(SSL *s)
 {
-    utls_conn *c = s->utls;
+    const utls_conn *c = UTLS_CONN_OF(s);
 
     if (c == NULL || c->ern.num_sealed == 0)
         return 1;
@@ -278,7 +278,7 @@ int utls_hook_no_sealed_records(SSL *s)
 
 int utls_hook_write_record_allowed(SSL *s, int type)
 {
-    utls_conn *c = s->utls;
+    const utls_conn *c = UTLS_CONN_OF(s);
 
     /* The sealed record being built, or nothing sealed: any record goes. */
     if (c == NULL || c->ern.num_sealed == 0

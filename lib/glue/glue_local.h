@@ -16,7 +16,15 @@
 #include "common/utls_conn.h"
 #include "glue/utls_glue.h"
 
-/* ern_hooks.c */
+/* UTLS_TLS_OF: the connection object that holds |s|'s TLS state (the SSL
+ * itself on this base), as UTLS_TLS_CONN. */
+#define UTLS_TLS_CONN SSL
+#define UTLS_TLS_OF(s) (s)
+/* UTLS_CONN_OF: the uTLS state of |s| (NULL when it has none), for the
+ * files both bases compile (ern_neg.c). */
+#define UTLS_CONN_OF(s) ((s)->utls)
+
+/* ern_neg.c */
 void utls_ern_register(SSL_CTX *ctx);
 /* utls_ern_inorder handles an authenticated application record in order:
  * consumes a negotiation message, or checks and strips the record number.

@@ -193,18 +193,13 @@ void utls_hook_read_key_changed(SSL *s)
     c->rx.next.ahead.n = 0;
     next_pred = c->rx.next.pred;
     c->rx.next.pred = NULL;
+    /* Nothing verified under the new key yet: its predictor still starts
+     * from the sizes seen so far (utls_pred_next_gen), not from nothing. */
+    if (c->rx.post_handshake && next_pred == NULL)
+        next_pred = utls_pred_next_gen(c);
     c->rx.next.valid = 0;
     c->rx.next.seen = 0;
-    if (c->rx.post_handshake) {
-        /* The next key's test keys become the current ones. */
-        utls_ern_keys t = c->ern.cur;
-
-        c->ern.cur = c->ern.next;
-        c->ern.next = t;
-        c->ern.next.valid = 0;
-    } else {
-        c->ern.cur.valid = 0;
-    }
+    utls_ern_read_key_changed(c, c->rx.post_handshake);
     c->rx.gen_start_known = c->inorder.offset_known;
     c->rx.gen_start_offset = c->inorder.next_offset;
     c->rx.failed.num = 0;

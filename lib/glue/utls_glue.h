@@ -117,6 +117,46 @@ int utls_next_key_setup(SSL *s, utls_conn *c);
  * the number is not |seq|. */
 int utls_ern_strip(SSL *s, const utls_conn *c, const unsigned char **pt, size_t *len,
                    uint64_t seq, int numbered);
+/* lib/glue/ern_neg.c (both bases). utls_ern_tokens computes the tokens
+ * from the exporter once it exists; returns 1 when they are ready. */
+int utls_ern_tokens(SSL *s, utls_conn *c);
+/* utls_ern_put_prefix writes into |pkt| what this endpoint puts in front of
+ * an application record's plaintext: an owed accept or switch token, and the
+ * record's number |seq| once numbers are on (|*out_len| bytes in all).
+ * Returns 0 when |pkt| has no room. */
+struct wpacket_st;
+int utls_ern_put_prefix(utls_conn *c, struct wpacket_st *pkt, uint64_t seq, size_t *out_len);
+/* utls_ern_inorder_data handles the plaintext |*pt| (|*len| bytes) of an
+ * application record authenticated in order as number |seq|: takes the
+ * peer's switch token (numbers on from here) and strips the number. Returns
+ * 1 when something was stripped, 0 for a plain record, -1 when the number is
+ * not |seq| (the caller fails the connection with decode_error). */
+int utls_ern_inorder_data(SSL *s, utls_conn *c, const unsigned char **pt, size_t *len,
+                          uint64_t seq);
+/* utls_ern_tls13_kind: the one-block test's kind (UTLS_ERN_KIND_*) for a TLS
+ * 1.3 AEAD, or 0 for none. */
+int utls_ern_tls13_kind(const EVP_CIPHER *ciph);
+/* utls_ern_keys_init keys |k| (its kind set) with the raw read key |key|
+ * (|keylen| bytes) for the one-block test. Returns 1 on success. */
+int utls_ern_keys_init(SSL *s, utls_ern_keys *k, const unsigned char *key, size_t keylen);
+/* Per base (lib/glue/ern_hooks.c, lib/glue/3.5/ern.c), for the sealing
+ * calls of lib/glue/ern_seal.c. utls_ern_write_seq: the number the next
+ * record written takes. utls_ern_padding_on: TLS 1.3 record padding (a
+ * callback or block padding) applies to the next record. */
+uint64_t utls_ern_write_seq(SSL *s);
+int utls_ern_padding_on(SSL *s);
+/* utls_ern_seal_build encrypts |len| bytes of |buf| as one application
+ * record with the next number and copies it, header included, to |out|
+ * (|out_cap| bytes; |*out_written| set) without writing it. Returns 0
+ * after SSLfatal(). */
+int utls_ern_seal_build(SSL *s, const void *buf, size_t len, unsigned char *out, size_t out_cap,
+                        size_t *out_written);
+/* utls_ern_sealed_start puts the sealed record |rec| (|len| bytes) into the
+ * write buffer as a pending write; utls_ern_sealed_write writes what is left
+ * of it (again after a partial write). Both return 1 on success, 0 on an
+ * error or a retry (SSL_get_error()). */
+int utls_ern_sealed_start(SSL *s, const unsigned char *rec, size_t len);
+int utls_ern_sealed_write(SSL *s, size_t len);
 /* utls_ern_keys_setup fills |k| with the raw current (|next|: next) read
  * key for the one-block test. Returns 1 on success. */
 int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next);

@@ -38,6 +38,19 @@ void utls_ooo_sync(utls_conn *c)
     c->rx.stores_stale = 0;
 }
 
+utls_seqpred *utls_pred_next_gen(const utls_conn *c)
+{
+    utls_seqpred *pred;
+
+    /* TLS 1.3 only: a TLS 1.2 renegotiation may change the cipher, and with
+     * it the bounds in pred_config and the sizes of the same messages. */
+    if (c->rx.pred == NULL || !c->rx.tls13)
+        return NULL;
+    if ((pred = utls_seqpred_new(&c->rx.pred_config)) != NULL)
+        utls_seqpred_inherit_sizes(pred, c->rx.pred);
+    return pred;
+}
+
 /*
  * utls_verify_candidate runs the full check of the record at |hit| as sequence
  * number |seq| of the current or next key and, if it verifies, records it
@@ -116,7 +129,7 @@ static int utls_verify_candidate(SSL *s, utls_conn *c, int next_key, const utls_
         utls_seqpred_record a = {0};
 
         if (next_key && c->rx.next.pred == NULL)
-            c->rx.next.pred = utls_seqpred_new(&c->rx.pred_config);
+            c->rx.next.pred = utls_pred_next_gen(c);
         if (next_key && (!c->rx.next.seen || hit->offset < c->rx.next.seen_offset)) {
             c->rx.next.seen = 1;
             c->rx.next.seen_offset = hit->offset;

@@ -202,6 +202,12 @@ utls_ready_outcome utls_ready_deliver(utls_conn *c, int partial, unsigned char *
 /* candidates.c: a plausible header past a hole, tried under its likely
  * sequence numbers. */
 void utls_ooo_sync(utls_conn *c);
+/* utls_pred_next_gen returns a new predictor for the key generation after
+ * the current one (TLS 1.3 KeyUpdate), with the current predictor's
+ * configuration and record-size statistics but none of its anchors (their
+ * numbers are the old key's), or NULL: not TLS 1.3, no current predictor
+ * (nothing set up yet), or no memory. The caller owns it. */
+utls_seqpred *utls_pred_next_gen(const utls_conn *c);
 int utls_try_record(SSL *s, utls_conn *c, const utls_scan_hit *hit, const utls_reasm_run *run,
                     uint64_t arrival_ns, size_t *allowance);
 void utls_failed_add(utls_conn *c, const utls_scan_hit *hit, size_t spent);

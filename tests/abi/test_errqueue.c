@@ -56,23 +56,6 @@ static void report(const char *name, int succeeded)
     ERR_clear_error();
 }
 
-/* report_refused: NAME refused as documented: it failed and left exactly one
- * error, uTLS's |reason| (the 3.5 base has no explicit record numbers). */
-static void report_refused(const char *name, int ret, int reason)
-{
-    unsigned long e = ERR_get_error();
-
-    if (ret != 0 || e == 0 || ERR_GET_REASON(e) != reason || ERR_peek_error() != 0) {
-        printf("FAIL %s: expected a refusal with reason %d, got %d (reason %d)\n", name, reason,
-               ret, e != 0 ? ERR_GET_REASON(e) : 0);
-        ERR_print_errors_fp(stdout);
-        failures++;
-    } else {
-        printf("ok %s (refused: not on this base)\n", name);
-    }
-    ERR_clear_error();
-}
-
 static void die(const char *what)
 {
     printf("FAIL setup: %s (%s)\n", what, strerror(errno));
@@ -319,22 +302,6 @@ static void test_unordered_ern_tap(int have_tap)
         }
     }
     report("UTLS_read_record", ok && got == 5);
-    if (UTLS_base_version_num() >= 0x30200000UL) {
-        /* The 3.5 base does not offer explicit record numbers (lib/glue/3.5/
-         * ern.c): nothing is offered, nothing is owed, sealing is refused. */
-        report("UTLS_ern_status", UTLS_ern_status(p.client) == 0 && UTLS_ern_status(p.server) == 0);
-        report("UTLS_ern_flush", UTLS_ern_flush(p.client));
-        report("UTLS_get_stats", UTLS_get_stats(p.client, &st) && st.records_in_order >= 1);
-        report("UTLS_get_stats_ex", UTLS_get_stats_ex(p.client, &st, sizeof(st)));
-        report_refused("UTLS_ern_seal", UTLS_ern_seal(p.server, "sealed", 6, sealed[0],
-                                                      sizeof(sealed[0]), &sealed_len[0], &num[0]),
-                       UTLS_R_ERN_NOT_ON);
-        report("UTLS_ern_num_sealed", UTLS_ern_num_sealed(p.server) == 0);
-        report_refused("UTLS_ern_drop", UTLS_ern_drop(p.server, 0), UTLS_R_ERN_NOT_ON);
-        report_refused("UTLS_ern_write_sealed", UTLS_ern_write_sealed(p.server, sealed[0], 6),
-                       UTLS_R_ERN_NOT_ON);
-        goto done;
-    }
     report("UTLS_ern_status", (UTLS_ern_status(p.client) & UTLS_ERN_OFFERED) != 0);
     report("UTLS_ern_flush", UTLS_ern_flush(p.client));
     report("UTLS_get_stats", UTLS_get_stats(p.client, &st) && st.records_in_order >= 1);
@@ -360,7 +327,6 @@ static void test_unordered_ern_tap(int have_tap)
         report("UTLS_ern_write_sealed", UTLS_ern_write_sealed(p.server, sealed[1], sealed_len[1]) == 1);
         report("UTLS_read_record", pump_read(p.client, buf, sizeof(buf), &got) && got == 6);
     }
-done:
     SSL_free(p.client);
     SSL_free(p.server);
     /* NULL-safe like every _free: without the tap there is no listener. */

@@ -147,6 +147,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_search_paths_identical),
     };
+
+    if (OPENSSL_version_major() == 3 && OPENSSL_version_minor() >= 5) {
+        printf("SKIP: the 3.5 base does not use the provider's AEAD candidate search (candidates "
+               "are tried one trial decryption at a time: docs/architecture.md, \"Two bases\"), "
+               "so there is no second path to compare\n");
+        return 77;
+    }
     return cmocka_run_group_tests_name("search-paths", tests,
                                        uh_identity_setup, uh_identity_teardown);
 }

@@ -411,6 +411,66 @@ static void test_seqpred_first_candidate_matches_ranking(void **state)
     utls_seqpred_free(sp);
 }
 
+/* A new key generation's predictor that inherits the sizes seen under the
+ * old key ranks a gap by them; one that starts over ranks it by the few
+ * records seen since, which here are all small. */
+static void test_seqpred_inherit_sizes(void **state)
+{
+    (void)state;
+    uint64_t out[UTLS_SEQPRED_MAX_CANDIDATES];
+    utls_seqpred *old = utls_seqpred_new(NULL);
+    utls_seqpred *fresh = utls_seqpred_new(NULL);
+    utls_seqpred *heir = utls_seqpred_new(NULL);
+    utls_seqpred *empty = utls_seqpred_new(NULL);
+    size_t n;
+
+    /* Under the old key: 200 and 1500 bytes in turn, 100 records. */
+    for (size_t i = 0; i < 100; i++) {
+        assert_int_equal(add_anchor(old, 1000 + i * 850 - (i % 2) * 650, 10 + i,
+                                    i % 2 == 0 ? 200 : 1500),
+                         1);
+    }
+    assert_true(utls_seqpred_mean_wire_len(old) > 700.0);
+
+    /* Into a predictor that has seen nothing: a copy of the statistics,
+     * never the anchors (their numbers are the old key's). */
+    utls_seqpred_inherit_sizes(empty, old);
+    assert_true(utls_seqpred_mean_wire_len(empty) == utls_seqpred_mean_wire_len(old));
+    assert_int_equal(utls_seqpred_num_anchors(empty), 0);
+    utls_seqpred_inherit_sizes(empty, NULL);
+    assert_true(utls_seqpred_mean_wire_len(empty) == utls_seqpred_mean_wire_len(old));
+
+    /* Under the new key: an origin, then three small records in order. */
+    for (int k = 0; k < 2; k++) {
+        utls_seqpred *sp = k == 0 ? fresh : heir;
+
+        assert_int_equal(utls_seqpred_add_origin(sp, 100000, 1), 1);
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(add_anchor(sp, 100000 + i * 200, 1 + i, 200), 1);
+        }
+    }
+    utls_seqpred_inherit_sizes(heir, old);
+    /* The three new records came last and weigh more than one old one each,
+     * but the old sizes still dominate. */
+    assert_true(utls_seqpred_mean_wire_len(heir) < utls_seqpred_mean_wire_len(old));
+    assert_true(utls_seqpred_mean_wire_len(heir) > 600.0);
+    assert_int_equal(utls_seqpred_num_anchors(heir), utls_seqpred_num_anchors(fresh));
+
+    /* Past a hole of ten records (200 and 1500 in turn, 8500 bytes) after
+     * the last of them (seq 3): the record there is seq 14. */
+    n = candidates_at(heir, out, 4, 100600 + 8500, 200);
+    assert_true(n >= 3);
+    assert_true(contains(out, 3, 14));
+    n = candidates_at(fresh, out, 4, 100600 + 8500, 200);
+    assert_true(n >= 3);
+    assert_false(contains(out, 3, 14));
+
+    utls_seqpred_free(old);
+    utls_seqpred_free(fresh);
+    utls_seqpred_free(heir);
+    utls_seqpred_free(empty);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -426,6 +486,7 @@ int main(void)
         cmocka_unit_test(test_seqpred_advance),
         cmocka_unit_test(test_seqpred_origin_bounds_without_stats),
         cmocka_unit_test(test_seqpred_first_candidate_matches_ranking),
+        cmocka_unit_test(test_seqpred_inherit_sizes),
     };
     return cmocka_run_group_tests_name("seqpred", tests, NULL, NULL);
 }

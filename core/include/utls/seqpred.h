@@ -127,6 +127,14 @@ int utls_seqpred_plausible(const utls_seqpred *sp, uint64_t offset, size_t wire_
  * without an anchor (e.g. records seen in order before seqpred existed). */
 void utls_seqpred_observe(utls_seqpred *sp, size_t wire_len);
 
+/* utls_seqpred_inherit_sizes adds the size statistics of |from| (NULL: none)
+ * to those of |sp| as if |from|'s records had been observed before |sp|'s
+ * own, and leaves anchors, the nonce delta and the counters of both alone.
+ * For a new key generation (TLS 1.3 KeyUpdate): the sender's record sizes
+ * do not change with its key, and a predictor that started over from the
+ * few records seen under the new key ranks a gap by them alone. */
+void utls_seqpred_inherit_sizes(utls_seqpred *sp, const utls_seqpred *from);
+
 /* utls_seqpred_advance forgets anchors wholly below |inorder_offset| except
  * the highest of them, which remains the lower bound for what follows. */
 void utls_seqpred_advance(utls_seqpred *sp, uint64_t inorder_offset);

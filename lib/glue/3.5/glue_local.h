@@ -25,7 +25,15 @@
  */
 #define UTLS_SC(s) ((s) != NULL ? SSL_CONNECTION_FROM_SSL(s) : NULL)
 
-/* ern.c: the ERN extension is not offered on this base (docs/base35.md). */
+/* UTLS_TLS_OF: the connection object that holds |s|'s TLS state (its
+ * SSL_CONNECTION on this base), as UTLS_TLS_CONN. */
+#define UTLS_TLS_CONN SSL_CONNECTION
+#define UTLS_TLS_OF(s) UTLS_SC(s)
+/* UTLS_CONN_OF: the uTLS state of |s| (NULL when it has none), for the
+ * files both bases compile (ern_neg.c). */
+#define UTLS_CONN_OF(s) (UTLS_SC(s) != NULL ? UTLS_SC(s)->utls : NULL)
+
+/* ern_neg.c: the ERN extension (docs/ern.md). */
 void utls_ern_register(SSL_CTX *ctx);
 
 /* conf.c: SSL_MODE_UNORDERED of |s| came from UTLS_MODE/UTLSMode. */

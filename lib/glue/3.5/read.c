@@ -11,10 +11,10 @@
  * keeps its own read sequence number and keys (OSSL_RECORD_LAYER). So the
  * in-order hooks work one step later than 3.0's (lib/glue/inorder.c): on the
  * record the record layer returned, whose wire length it kept (orig_len).
- * One hook sits inside the record method (patch 0006): a record already
- * delivered out of order is not decrypted again (utls_hook35_skip_decrypt).
- * 3.0's skipping of such a record's body read (utls_hook_skip_body) is not
- * done on this base (docs/architecture.md, "Two bases").
+ * Two hooks sit inside the record method (patch 0006): a record already
+ * delivered out of order is not decrypted again (utls_hook35_skip_decrypt)
+ * and, when the read BIO's own store still holds it unchanged, not even
+ * read (utls_hook35_skip_body, as 3.0's utls_hook_skip_body).
  *
  * Glue: reads OpenSSL 3.5's record layer and SSL_CONNECTION.
  */
@@ -245,7 +245,7 @@ static ossl_inline int gen_ready(SSL *s, const SSL_CONNECTION *sc, utls_conn *c)
     return c->rx.ooo_possible;
 }
 
-UTLS_HOT void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
+UTLS_HOT int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
 {
     SSL *s = SSL_CONNECTION_GET_SSL(sc);
     utls_conn *c = sc->utls != NULL ? sc->utls : utls_conn_get(s);
@@ -255,7 +255,7 @@ UTLS_HOT void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
     int pos_known = 0, i;
 
     if (c == NULL)
-        return;
+        return 1;
     if (rl != NULL && rec != NULL) {
         size_t hdr = rr->version == SSL2_VERSION ? UTLS_SSL2_HEADER_LENGTH
                                                  : SSL3_RT_HEADER_LENGTH;
@@ -264,24 +264,33 @@ UTLS_HOT void utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         pos_known = c->inorder.offset_known;
         seq = record_seq(rl);
     }
+    /* Explicit record numbers (lib/glue/3.5/ern.c): the receive window, the
+     * peer's switch token and the number, before anything below looks at
+     * the record's plaintext. */
+    if ((sc->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 && !utls_hook35_ern_record(sc, rr))
+        return 0;
     if (rl != NULL && rec != NULL && pos_known && rl->enc_ctx != NULL) {
         if (!c->rx.post_handshake && !SSL_in_init(s))
             c->rx.post_handshake = 1;
         if (gen_ready(s, sc, c))
             utls_note_inorder_anchor(c, seq);
+        /* A peer that numbers its records may write lower numbers later:
+         * forget only this one (lib/glue/3.5/ern.c). */
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
-            && take_ahead(&c->rx.ahead, seq)) {
+            && (c->ern.rx ? utls_seqset_take_one(&c->rx.ahead, seq, UTLS_ERN_REORDER_WINDOW)
+                          : take_ahead(&c->rx.ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
             skip_delivered(c, rr);
-            return;
+            return 1;
         }
     }
     if (rr->type != SSL3_RT_APPLICATION_DATA)
-        return;
+        return 1;
     c->rx.post_handshake = 1;
     if (c->rx.ready.num > 0 && (i = utls_ready_find(c, c->rx.gen, seq)) >= 0)
         utls_ready_remove(c, (size_t)i); /* verified early but not yet read: in order wins */
     note_inorder_info(c, rr, rl != NULL && rec != NULL ? seq : 0, pos_known);
+    return 1;
 }
 
 /* skip_decrypt is utls_hook35_skip_decrypt() once something was delivered
@@ -346,6 +355,98 @@ UTLS_HOT int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     if (c == NULL || c->rx.ahead.n == 0 || !c->rx.ooo_possible)
         return 0;
     return skip_decrypt(rl, rr);
+}
+
+int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
+{
+    SSL_CONNECTION *sc = rl->cbarg;
+    SSL *s = SSL_CONNECTION_GET_SSL(sc);
+    utls_conn *c = sc->utls;
+    utls_reasm_run run;
+    utls_bio_discard discard;
+    uint64_t seq, off, body_off;
+    size_t i, wire_len, nonce_len;
+    unsigned char nonce[8];
+
+    /*
+     * As utls_hook35_skip_decrypt() would skip without looking at the
+     * bytes, and only where the record layer has read this header alone:
+     * one record per batch (no pipelining), nothing behind the header in
+     * the read buffer (no read-ahead) and no previous epoch's buffered
+     * bytes (rl->prev), the BIO read being the connection's read BIO. No
+     * explicit record numbers (the number is in the body); no TLS 1.1/1.2
+     * CBC record (tls1_cipher() takes its IV off orig_len, which
+     * utls_hook35_record_read() adds back for a decrypted record only).
+     */
+    if (c == NULL || c->rx.ahead.n == 0 || !c->rx.ooo_possible || !c->inorder.offset_known
+        || !c->rx.post_handshake || sc->rlayer.rrl != rl
+        || sc->rlayer.rrlmethod != &ossl_tls_record_method || rl->max_pipelines > 1
+        || sc->max_pipelines > 1 || rl->prev != NULL || rl->bio == NULL || rl->bio != sc->rbio
+        || rr != &rl->rrec[0] || rr->type != SSL3_RT_APPLICATION_DATA
+        || rr->rec_version == SSL2_VERSION || rr->length == 0 || rl->packet == NULL
+        || rl->rstate != SSL_ST_READ_BODY || rl->packet_length != SSL3_RT_HEADER_LENGTH
+        || TLS_BUFFER_get_left(&rl->rbuf) != 0 || cbc_explicit_iv_len(rl) != 0
+        || (sc->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 || c->ern.rx
+        || (sc->rlayer.handshake_fragment_len > 0 && SSL_CONNECTION_IS_TLS13(sc)))
+        return 0;
+    seq = utls_load_be64(rl->sequence);
+    if (seq == UINT64_MAX)
+        return 0; /* the counter would wrap: the usual path fails as stock does */
+    off = c->inorder.next_offset;
+    wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
+    i = utls_seqset_lower(&c->rx.ahead, seq);
+    if (i == c->rx.ahead.n || c->rx.ahead.v[i] != seq || c->rx.ahead.off[i] != off
+        || c->rx.ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c)
+        || !c->rx.store_shared || c->rx.sig == NULL || c->rx.sig_bio != rl->bio
+        || c->rx.ahead.epoch[i] == UTLS_NO_EPOCH
+        || c->rx.ahead.epoch[i] != c->rx.sig->store_epoch)
+        return 0;
+    /*
+     * One store, the same epoch (lib/glue/inorder.c, utls_hook_skip_body):
+     * the BIO's in-order bytes at |off| are the very bytes authenticated as
+     * |seq|, the header just read included. TLS 1.2 AEAD: the explicit
+     * nonce is what utls_hook35_record_read() reads from the packet for the
+     * predictor; it is taken from the store, which still holds it (the
+     * reader has not passed it, and an eviction would have moved the
+     * epoch), before the discard lets the store drop it, and written to the
+     * packet once the body is skipped. The record layer's buffer holds a
+     * whole record from the packet on (the header's length was checked
+     * against it).
+     */
+    body_off = off + SSL3_RT_HEADER_LENGTH;
+    nonce_len = 0;
+    if ((!c->rx.gen_ready || c->rx.explicit_nonce) && rl->version != TLS1_3_VERSION) {
+        if (!utls_reasm_find_run(c->rx.store, &run, body_off)
+            || run.offset + run.len - body_off < rr->length)
+            return 0;
+        nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
+        memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
+    }
+    /* The BIO refuses unless its read point is the body's first byte and
+     * the whole body is in order there: then nothing changed, read it.
+     * Straight to its store when its signals name it. */
+    discard.offset = body_off;
+    discard.len = rr->length;
+    if (c->rx.sig->events != NULL
+            ? !utls_segstore_discard(c->rx.sig->events, body_off, rr->length)
+            : BIO_ctrl(rl->bio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1)
+        return 0;
+    if (nonce_len > 0)
+        memcpy(rl->packet + SSL3_RT_HEADER_LENGTH, nonce, nonce_len);
+    if (!tls_increment_sequence_ctr(rl))
+        return 0; /* not reached: |seq| is below UINT64_MAX */
+    /* A whole record, as the body read would leave it (tls_get_more_records),
+     * counted and empty. */
+    rl->rstate = SSL_ST_READ_HEADER;
+    rl->packet_length = 0;
+    rl->is_first_record = 0;
+    rr->input = rr->data = rl->packet + SSL3_RT_HEADER_LENGTH;
+    rr->orig_len = rr->length;
+    rr->length = 0;
+    rr->off = 0;
+    c->stats.decryptions_saved++;
+    c->stats.bodies_skipped++;
+    return 1;
 }
 
 int utls_hook35_deliver_inorder(SSL_CONNECTION *sc, TLS_RECORD *rr, size_t len)
@@ -573,8 +674,13 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
     c->rx.next.ahead.n = 0;
     next_pred = c->rx.next.pred;
     c->rx.next.pred = NULL;
+    /* Nothing verified under the new key yet: its predictor still starts
+     * from the sizes seen so far (utls_pred_next_gen), not from nothing. */
+    if (update && next_pred == NULL)
+        next_pred = utls_pred_next_gen(c);
     c->rx.next.valid = 0;
     c->rx.next.seen = 0;
+    utls_ern_read_key_changed(c, update);
     c->rx.gen_start_known = c->inorder.offset_known;
     c->rx.gen_start_offset = c->inorder.next_offset;
     c->rx.failed.num = 0;

@@ -25,9 +25,10 @@ struct tls_rl_record_st;
  * (UTLS_get_stats) and keeps the record's metadata for UTLS_read_record().
  * A record that was already delivered out of order is emptied here, in
  * |rr| and in the record layer, so that ssl3_read_bytes() releases it and
- * reads on: delivered exactly once.
+ * reads on: delivered exactly once. With SSL_MODE_UTLS_NEGOTIATE it first
+ * calls utls_hook35_ern_record(). Returns 1 to go on, 0 after SSLfatal().
  */
-void utls_hook35_record_read(struct ssl_connection_st *s, struct tls_record_st *rr);
+int utls_hook35_record_read(struct ssl_connection_st *s, struct tls_record_st *rr);
 
 /*
  * utls_hook35_deliver_inorder: ssl3_read_bytes(), before copying an in-order
@@ -69,5 +70,57 @@ int utls_hook35_wakeup_only(struct ssl_connection_st *s);
  * skips. Returns 0, changing nothing, to decrypt it as usual.
  */
 int utls_hook35_skip_decrypt(struct ossl_record_layer_st *rl, struct tls_rl_record_st *rr);
+
+/*
+ * utls_hook35_ern_pre_decrypt: tls_get_more_records(), once the whole record
+ * |rr| is read and before it is decrypted (read record layer |rl|, whose
+ * callback argument is the SSL_CONNECTION), with SSL_MODE_UTLS_NEGOTIATE.
+ * When the peer's records carry numbers (docs/ern.md) it finds the record's
+ * number with the one-block test among the unseen numbers of the reorder
+ * window and sets the layer's read sequence (the TLS 1.3 nonce) to it.
+ * Returns 1 to go on, 0 when the record is fatal (a replayed number, or one
+ * outside the window: the uTLS reason is raised and |rl|'s alert set).
+ */
+int utls_hook35_ern_pre_decrypt(struct ossl_record_layer_st *rl, struct tls_rl_record_st *rr);
+
+/*
+ * utls_hook35_ern_record: ssl3_read_bytes() took record |rr| from the read
+ * record layer in order, with SSL_MODE_UTLS_NEGOTIATE and uTLS state (from
+ * utls_hook35_record_read() with SSL_MODE_UNORDERED, before it looks at the
+ * plaintext; directly without). Moves
+ * the receive window (the layer's read sequence becomes the highest number
+ * seen + 1), takes the peer's switch token and strips the record number, in
+ * |rr| and in the record layer's record. Returns 1 to go on, 0 after
+ * SSLfatal() (a numbered record whose number is not its sequence number).
+ */
+int utls_hook35_ern_record(struct ssl_connection_st *s, struct tls_record_st *rr);
+
+/*
+ * utls_hook35_ern_write_prefix: tls_write_records_default(), before the
+ * plaintext of the record of |type| in pipe |pipe| is copied into |pkt|
+ * (write record layer |rl|, record |wr|), with SSL_MODE_UTLS_NEGOTIATE:
+ * writes what this endpoint puts in front of an application record (an
+ * owed accept or switch token, the record number) and its length in
+ * |*out_len|, which the caller adds to the record's length after the
+ * plaintext. Returns 0 when |pkt| has no room.
+ */
+struct wpacket_st;
+int utls_hook35_ern_write_prefix(struct ossl_record_layer_st *rl, struct wpacket_st *pkt,
+                                 int type, size_t pipe, struct tls_rl_record_st *wr,
+                                 size_t *out_len);
+
+/*
+ * utls_hook35_skip_body: tls_get_more_records(), once the header of record
+ * |rr| is read and before its body is (read record layer |rl|, whose
+ * callback argument is the SSL_CONNECTION). Returns 1 if the record is the
+ * next in sequence, was already delivered out of order, and the read BIO's
+ * own store still holds the very bytes authenticated then (the same epoch,
+ * utls_bio_signals.store): its body is then passed in the BIO unread, the
+ * record counted as if decrypted and left empty, complete and of one record
+ * for the caller to return, as utls_hook35_skip_decrypt() leaves it. Only
+ * for the first record of a read, with the header alone in the read buffer
+ * (no read-ahead). Returns 0, changing nothing, to read the body as usual.
+ */
+int utls_hook35_skip_body(struct ossl_record_layer_st *rl, struct tls_rl_record_st *rr);
 
 #endif
