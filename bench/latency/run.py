@@ -5,7 +5,8 @@ A sender writes one record every T ms over a path with a given RTT and loss;
 the receiver logs when each record is delivered. Four modes run side by side,
 each on a testbed of its own (tools/testbed --prefix), with the same loss seed:
 
-  tls   stock OpenSSL (the system libssl), in-order SSL_read
+  tls   stock OpenSSL (the system libssl; on a 3.5 build BUILD/stock's, see
+        Setup), in-order SSL_read
   utls  the uTLS fork, SSL_MODE_UNORDERED through the tap (UTLS_tap_listen)
   dtls  OpenSSL DTLS 1.2 over UDP, one datagram per record (lost ones are lost)
   ucobs no TLS: uCOBS datagrams on plain TCP (UTLS_ucobs_send/recv, the tap),
@@ -125,6 +126,22 @@ class Setup:
         for b in (self.fork_bin, self.stock_bin, self.testbed):
             if not os.access(b, os.X_OK):
                 raise SystemExit("bench/latency: %s is missing (build first)" % b)
+        # The OpenSSL base of the build (make BASE=3.5 builds in build-3.5).
+        # A 3.5 build has no system libssl to compare with: its stock
+        # libssl.so.3, built from the same verified source, is in BUILD/stock,
+        # and every program of the build has BUILD/lib (the fork and 3.5's
+        # libcrypto) as its RUNPATH. The stock programs (tls, dtls, the
+        # evloop modes' sender) run with LD_LIBRARY_PATH=BUILD/stock, which
+        # the loader searches before the RUNPATH: stock 3.5 on 3.5's
+        # libcrypto, which utls-stream --require stock checks.
+        self.base = build_base(self.build)
+        stock_lib = os.path.join(self.build, "stock", "libssl.so.3")
+        self.stock_lib_dir = None
+        if self.base != "3.0":
+            if not os.path.exists(stock_lib):
+                raise SystemExit("bench/latency: %s is missing (the %s build's stock libssl; "
+                                 "build first)" % (stock_lib, self.base))
+            self.stock_lib_dir = os.path.dirname(stock_lib)
         self.tcpdump = shutil.which("tcpdump")
         # tcpdump's snap length: the oracle needs only the headers (it takes
         # segment lengths from IP), so the bench keeps 128 bytes a packet;
@@ -139,6 +156,14 @@ class Setup:
             raise SystemExit("bench/latency: %s is missing: the build makes it when Go is "
                              "installed (bench/latency/quic); or run with --no-quic"
                              % self.quic_bin)
+
+    def stock_env(self, env=None):
+        """|env| (default: this process's) for a program that must run with
+        stock libssl: on a 3.5 build, with LD_LIBRARY_PATH on its stock one."""
+        env = dict(os.environ if env is None else env)
+        if self.stock_lib_dir is not None:
+            env["LD_LIBRARY_PATH"] = self.stock_lib_dir
+        return env
 
     def modes(self, modes):
         return tuple(m for m in modes if (self.quic or m not in QUIC_MODES)
@@ -155,6 +180,19 @@ class Setup:
         return [self.testbed, "--prefix", prefix, "exec", where, "--"]
 
 
+
+
+def build_base(build):
+    """The OpenSSL base (UTLS_BASE, "3.0" or "3.5") the build directory
+    |build| was configured for; "3.0" when its CMakeCache.txt does not say."""
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("UTLS_BASE:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return "3.0"
 
 
 def cleanup(setup):
@@ -325,13 +363,15 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
     addr = "%s:%d" % (setup.tb(prefix, "addr", "receiver").stdout.strip(), PORT)
     common = ["--mode", mode, "--count", str(count), "--size", str(size), "--require", require,
               "--timeout", limit, "--quiet"]
-    env = dict(os.environ)
+    env = setup.stock_env() if binary == setup.stock_bin else dict(os.environ)
     counters0 = tcp_counters(setup, prefix) if mode != "dtls" else None
     if keylog and mode == "utls":
         env["SSLKEYLOGFILE"] = keylog  # the fork honours it: the pcap can be decrypted
     idle = ["--idle-ms", str(int(max(3000, 4 * rtt)))]
     if mode in EVLOOP_MODES:
-        # An unmodified program: only the environment brings uTLS in.
+        # An unmodified program: only the environment brings uTLS in (the
+        # fork, not a stock libssl, whatever the base).
+        env = dict(os.environ)
         env.update(LD_PRELOAD=setup.evloop_preload, UTLS_MODE="unordered,tap,port=%d" % PORT)
         if mode == "evloop_asyncio":
             prog = ["/usr/bin/python3", setup.evloop_py]
@@ -353,7 +393,7 @@ def run_mode(setup, prefix, mode, cfg, rundir, capture, keylog=None):
                  + [binary, "send", "--connect", addr, "--out", send_log,
                     "--interval", str(interval)]
                  + (["--cc", cfg["sender_cc"]] if cfg.get("sender_cc") and mode != "dtls" else [])
-                 + common)
+                 + common, env=setup.stock_env() if binary == setup.stock_bin else None)
     rrc, rcpu, src, scpu = finish_pair(recv, send, cap)
     counters1 = tcp_counters(setup, prefix) if counters0 is not None else None
     if src != 0:
@@ -860,6 +900,10 @@ def main():
     finally:
         cleanup(setup)
     doc["elapsed_s"] = round(time.time() - t_start, 1)
+    # Which libraries ran: the fork of this base, and stock libssl (the
+    # system's on 3.0, BUILD/stock's on 3.5).
+    doc["base"] = {"openssl_base": setup.base, "fork": os.path.join(setup.build, "lib"),
+                   "stock": setup.stock_lib_dir or "system libssl.so.3"}
     path = os.path.join(setup.out, "latency.json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)

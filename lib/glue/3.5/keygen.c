@@ -102,9 +102,11 @@ static int byte_stream_alpn(const SSL *s)
     return 0;
 }
 
-int utls_gen_setup(SSL *s, utls_conn *c)
+/* gen_setup_full is utls_gen_setup() for a key generation not set up yet:
+ * kept out of the call every pump makes, with its stack canary (the
+ * profiles' addresses are taken). */
+static UTLS_NOINLINE int gen_setup_full(SSL *s, SSL_CONNECTION *sc, utls_conn *c)
 {
-    SSL_CONNECTION *sc = UTLS_SC(s);
     const OSSL_RECORD_LAYER *rl;
     const EVP_CIPHER *ciph;
     utls_scan_profile prof;
@@ -113,11 +115,6 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     unsigned long mode;
     int ivlen = 0, blk;
 
-    if (sc == NULL)
-        return 0;
-    c->rx.ip_tunnel = (sc->mode & SSL_MODE_UTLS_IP_TUNNEL) != 0;
-    if (c->rx.gen_ready)
-        return c->rx.ooo_possible;
     c->rx.ooo_possible = 0;
     if (SSL_CONNECTION_IS_DTLS(sc)) {
         c->stats.fallback = UTLS_FALLBACK_DTLS;
@@ -262,4 +259,16 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     c->rx.ooo_possible = 1;
     c->stats.fallback = UTLS_FALLBACK_NONE;
     return 1;
+}
+
+UTLS_HOT int utls_gen_setup(SSL *s, utls_conn *c)
+{
+    SSL_CONNECTION *sc = UTLS_SC(s);
+
+    if (sc == NULL)
+        return 0;
+    c->rx.ip_tunnel = (sc->mode & SSL_MODE_UTLS_IP_TUNNEL) != 0;
+    if (c->rx.gen_ready)
+        return c->rx.ooo_possible;
+    return gen_setup_full(s, sc, c);
 }

@@ -33,19 +33,24 @@
  * private). */
 #define UTLS_SSL2_HEADER_LENGTH 2
 
-/* utls_rl35 returns the read record layer of |sc| when it is 3.5's own TLS
- * record method (the one whose state uTLS reads: not KTLS's, not DTLS's,
- * not QUIC's), NULL otherwise. */
-const OSSL_RECORD_LAYER *utls_rl35(const SSL_CONNECTION *sc)
+/* rl35 (utls_rl35 outside this file) returns the read record layer of |sc|
+ * when it is 3.5's own TLS record method (the one whose state uTLS reads:
+ * not KTLS's, not DTLS's, not QUIC's), NULL otherwise. */
+static ossl_inline const OSSL_RECORD_LAYER *rl35(const SSL_CONNECTION *sc)
 {
     if (sc == NULL || sc->rlayer.rrlmethod != &ossl_tls_record_method)
         return NULL;
     return sc->rlayer.rrl;
 }
 
+const OSSL_RECORD_LAYER *utls_rl35(const SSL_CONNECTION *sc)
+{
+    return rl35(sc); /* inlined into this file's per-record hooks */
+}
+
 uint64_t utls_inorder_seq(SSL *s)
 {
-    const OSSL_RECORD_LAYER *rl = utls_rl35(UTLS_SC(s));
+    const OSSL_RECORD_LAYER *rl = rl35(UTLS_SC(s));
 
     /* The record layer's counter is the number of its next record: records
      * it decrypted but ssl3_read_bytes() has not taken yet exist only with
@@ -66,7 +71,7 @@ static uint64_t record_seq(const OSSL_RECORD_LAYER *rl)
  * (another record method) counts as some. */
 static size_t in_order_bytes_buffered(const SSL_CONNECTION *sc)
 {
-    const OSSL_RECORD_LAYER *rl = utls_rl35(sc);
+    const OSSL_RECORD_LAYER *rl = rl35(sc);
 
     if (rl == NULL)
         return 1;
@@ -99,11 +104,35 @@ int utls_inorder_partial_anchor(SSL *s, const utls_conn *c, utls_seqpred_record 
 
 /* --- In-order records (patches 0004, 0005) --------------------------------- */
 
+/* note_record_start_from_bio sets where the record the record layer |rl|
+ * just returned (|wire_len| bytes) starts, from the read BIO's offset (see
+ * note_record_pos). Split off the per-record path: the offset's address is
+ * taken, which would put a stack canary into every record's hook. */
+static UTLS_NOINLINE void note_record_start_from_bio(SSL_CONNECTION *sc, utls_conn *c,
+                                                     const OSSL_RECORD_LAYER *rl,
+                                                     size_t wire_len)
+{
+    uint64_t read_off = 0;
+    size_t left = TLS_BUFFER_get_left(&rl->rbuf);
+
+    if (rl->num_recs == 1 && rl->prev == NULL && sc->rbio != NULL
+        && BIO_ctrl(sc->rbio, UTLS_BIO_CTRL_READ_OFFSET, 0, &read_off) == 1
+        && read_off >= (uint64_t)left + wire_len) {
+        c->inorder.next_offset = read_off - left - wire_len;
+        c->inorder.offset_known = 1;
+    } else if (!c->inorder.offset_known) {
+        /* A BIO that reports no offsets (no fragments either): counted
+         * from here, as on 3.0. */
+        c->inorder.next_offset = 0;
+        c->inorder.offset_known = 1;
+    }
+}
+
 /* note_record_pos notes where the record the record layer |rl| just
  * returned lies in the read BIO's stream: it is |wire_len| bytes long and
  * ends where the bytes the record layer read and still buffers begin. */
-static void note_record_pos(SSL_CONNECTION *sc, utls_conn *c, const OSSL_RECORD_LAYER *rl,
-                            size_t wire_len)
+static ossl_inline void note_record_pos(SSL_CONNECTION *sc, utls_conn *c,
+                                        const OSSL_RECORD_LAYER *rl, size_t wire_len)
 {
     /*
      * The first record seen, and every record of the handshake: the bytes
@@ -117,22 +146,8 @@ static void note_record_pos(SSL_CONNECTION *sc, utls_conn *c, const OSSL_RECORD_
      * is returned: the lengths are added up, which read-ahead and a new
      * record layer's carried-over bytes do not disturb.
      */
-    if (!c->inorder.offset_known || !c->rx.post_handshake) {
-        uint64_t read_off = 0;
-        size_t left = TLS_BUFFER_get_left(&rl->rbuf);
-
-        if (rl->num_recs == 1 && rl->prev == NULL && sc->rbio != NULL
-            && BIO_ctrl(sc->rbio, UTLS_BIO_CTRL_READ_OFFSET, 0, &read_off) == 1
-            && read_off >= (uint64_t)left + wire_len) {
-            c->inorder.next_offset = read_off - left - wire_len;
-            c->inorder.offset_known = 1;
-        } else if (!c->inorder.offset_known) {
-            /* A BIO that reports no offsets (no fragments either): counted
-             * from here, as on 3.0. */
-            c->inorder.next_offset = 0;
-            c->inorder.offset_known = 1;
-        }
-    }
+    if (!c->inorder.offset_known || !c->rx.post_handshake)
+        note_record_start_from_bio(sc, c, rl, wire_len);
     c->inorder.cur_offset = c->inorder.next_offset;
     c->inorder.cur_wire_len = wire_len;
     c->inorder.cur_has_nonce = 0;
@@ -188,12 +203,12 @@ static void skip_delivered(utls_conn *c, TLS_RECORD *rr)
  * which tls1_cipher() takes off the record's orig_len when it decrypts
  * (3.5's orig_len is the wire length of the body otherwise); 0 for every
  * other cipher. */
-static size_t cbc_explicit_iv_len(const OSSL_RECORD_LAYER *rl)
+static UTLS_NOINLINE size_t cbc_explicit_iv_len_12(const OSSL_RECORD_LAYER *rl)
 {
     const EVP_CIPHER *ciph;
     int mode, bs;
 
-    if (rl->version == TLS1_3_VERSION || rl->enc_ctx == NULL || !RLAYER_USE_EXPLICIT_IV(rl)
+    if (rl->enc_ctx == NULL || !RLAYER_USE_EXPLICIT_IV(rl)
         || (ciph = EVP_CIPHER_CTX_get0_cipher(rl->enc_ctx)) == NULL)
         return 0;
     mode = EVP_CIPHER_get_mode(ciph);
@@ -203,11 +218,38 @@ static size_t cbc_explicit_iv_len(const OSSL_RECORD_LAYER *rl)
     return (size_t)bs;
 }
 
-int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
+static ossl_inline size_t cbc_explicit_iv_len(const OSSL_RECORD_LAYER *rl)
+{
+    return rl->version == TLS1_3_VERSION ? 0 : cbc_explicit_iv_len_12(rl);
+}
+
+/* take_ahead is utls_seqset_take() on the records delivered ahead |ahead|
+ * (not empty) for in-order record |seq|. Past a hole the in-order path
+ * reaches them in sequence: the first one is usually |seq|, found without
+ * the search. */
+static ossl_inline int take_ahead(utls_seqset *ahead, uint64_t seq)
+{
+    if (ahead->v[0] != seq)
+        return utls_seqset_take(ahead, seq);
+    utls_seqset_remove(ahead, 0, 1);
+    return 1;
+}
+
+/* gen_ready is utls_gen_setup() (keygen.c) for the in-order hook: once the
+ * key generation is set up, its answer without the call. */
+static ossl_inline int gen_ready(SSL *s, const SSL_CONNECTION *sc, utls_conn *c)
+{
+    if (!c->rx.gen_ready)
+        return utls_gen_setup(s, c);
+    c->rx.ip_tunnel = (sc->mode & SSL_MODE_UTLS_IP_TUNNEL) != 0;
+    return c->rx.ooo_possible;
+}
+
+UTLS_HOT int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
 {
     SSL *s = SSL_CONNECTION_GET_SSL(sc);
     utls_conn *c = sc->utls != NULL ? sc->utls : utls_conn_get(s);
-    const OSSL_RECORD_LAYER *rl = utls_rl35(sc);
+    const OSSL_RECORD_LAYER *rl = rl35(sc);
     const TLS_RL_RECORD *rec = rr->rechandle;
     uint64_t seq = 0;
     int pos_known = 0, i;
@@ -230,13 +272,13 @@ int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
     if (rl != NULL && rec != NULL && pos_known && rl->enc_ctx != NULL) {
         if (!c->rx.post_handshake && !SSL_in_init(s))
             c->rx.post_handshake = 1;
-        if (utls_gen_setup(s, c))
+        if (gen_ready(s, sc, c))
             utls_note_inorder_anchor(c, seq);
         /* A peer that numbers its records may write lower numbers later:
          * forget only this one (lib/glue/3.5/ern.c). */
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
             && (c->ern.rx ? utls_seqset_take_one(&c->rx.ahead, seq, UTLS_ERN_REORDER_WINDOW)
-                          : utls_seqset_take(&c->rx.ahead, seq))) {
+                          : take_ahead(&c->rx.ahead, seq))) {
             /* Delivered out of order already: skip it, exactly once. */
             skip_delivered(c, rr);
             return 1;
@@ -251,7 +293,10 @@ int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
     return 1;
 }
 
-int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
+/* skip_decrypt is utls_hook35_skip_decrypt() once something was delivered
+ * ahead: kept out of the hook, which every record passes through, with its
+ * stack canary (|run|'s address is taken). */
+static UTLS_NOINLINE int skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
 {
     SSL_CONNECTION *sc = rl->cbarg;
     SSL *s = SSL_CONNECTION_GET_SSL(sc);
@@ -274,7 +319,8 @@ int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     seq = utls_load_be64(rl->sequence);
     off = c->inorder.next_offset;
     wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
-    i = utls_seqset_lower(&c->rx.ahead, seq);
+    /* The first record delivered ahead is usually this one (take_ahead). */
+    i = c->rx.ahead.v[0] == seq ? 0 : utls_seqset_lower(&c->rx.ahead, seq);
     if (i == c->rx.ahead.n || c->rx.ahead.v[i] != seq || c->rx.ahead.off[i] != off
         || c->rx.ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c))
         return 0;
@@ -299,6 +345,16 @@ int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     rr->off = 0;
     c->stats.decryptions_saved++;
     return 1;
+}
+
+UTLS_HOT int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
+{
+    const utls_conn *c = ((SSL_CONNECTION *)rl->cbarg)->utls;
+
+    /* Nothing delivered ahead (every record in order): nothing to skip. */
+    if (c == NULL || c->rx.ahead.n == 0 || !c->rx.ooo_possible)
+        return 0;
+    return skip_decrypt(rl, rr);
 }
 
 int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
@@ -676,7 +732,7 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
  */
 static int read_cannot_progress(SSL *s, SSL_CONNECTION *sc, const utls_conn *c)
 {
-    const OSSL_RECORD_LAYER *rl = utls_rl35(sc);
+    const OSSL_RECORD_LAYER *rl = rl35(sc);
 
     return rl != NULL && sc->rlayer.curr_rec >= sc->rlayer.num_recs
         && rl->curr_rec >= rl->num_recs && sc->rlayer.rrlnext == NULL
@@ -718,7 +774,10 @@ int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
     if (ret > 0 && out_info != NULL) {
         if (c->last_info_valid) {
             *out_info = c->last_info; /* out of order (utls_hook_read_bytes) */
-        } else if ((SSL_get_mode(s) & SSL_MODE_UNORDERED) != 0 && c->inorder.info_valid) {
+        } else if ((sc->mode & SSL_MODE_UNORDERED) != 0 && c->inorder.info_valid) {
+            /* sc->mode, not SSL_get_mode(): on 3.5 every SSL_CTRL_MODE call
+             * also hands the mode to the record layer (tls_set_options(),
+             * OSSL_PARAM lookups by name), about 400 instructions a record. */
             *out_info = c->inorder.info; /* in order (utls_hook35_record_read) */
         } else {
             memset(out_info, 0, sizeof(*out_info)); /* mode off: no metadata */
