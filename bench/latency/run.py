@@ -128,12 +128,12 @@ class Setup:
                 raise SystemExit("bench/latency: %s is missing (build first)" % b)
         # The OpenSSL base of the build (make BASE=3.5 builds in build-3.5).
         # A 3.5 build has no system libssl to compare with: its stock
-        # libssl.so.3, built from the same verified source, is in BUILD/stock,
-        # and every program of the build has BUILD/lib (the fork and 3.5's
-        # libcrypto) as its RUNPATH. The stock programs (tls, dtls, the
-        # evloop modes' sender) run with LD_LIBRARY_PATH=BUILD/stock, which
-        # the loader searches before the RUNPATH: stock 3.5 on 3.5's
-        # libcrypto, which utls-stream --require stock checks.
+        # libssl.so.3, built from the same verified source, is in BUILD/stock.
+        # The stock programs (tls, dtls, the evloop modes' sender) have no
+        # RUNPATH on 3.5 (examples/common/stream_example.cmake) and run with
+        # LD_LIBRARY_PATH=BUILD/stock:BUILD/lib: stock 3.5 found first, on
+        # 3.5's libcrypto from BUILD/lib (the fork beside it is never
+        # reached), which utls-stream --require stock checks.
         self.base = build_base(self.build)
         stock_lib = os.path.join(self.build, "stock", "libssl.so.3")
         self.stock_lib_dir = None
@@ -162,7 +162,7 @@ class Setup:
         stock libssl: on a 3.5 build, with LD_LIBRARY_PATH on its stock one."""
         env = dict(os.environ if env is None else env)
         if self.stock_lib_dir is not None:
-            env["LD_LIBRARY_PATH"] = self.stock_lib_dir
+            env["LD_LIBRARY_PATH"] = self.stock_lib_dir + ":" + os.path.join(self.build, "lib")
         return env
 
     def modes(self, modes):
