@@ -365,7 +365,8 @@ static int kernel_reported(int epfd, const struct epoll_event *evs, int m)
         for (i = 0; i < s->num; i++) {
             evl_reg *r = &s->regs[i];
 
-            if ((r->events & EPOLLONESHOT) == 0 || !r->armed)
+            /* Only a tapped registration is ever reported by epoll_synth. */
+            if ((r->events & EPOLLONESHOT) == 0 || !r->armed || r->capfd < 0)
                 continue;
             for (k = 0; k < m; k++)
                 if (evs[k].data.u64 == r->data.u64) {

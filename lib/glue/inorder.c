@@ -285,12 +285,10 @@ int utls_hook_skip_decrypt(SSL *s, SSL3_RECORD *rr)
 int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
 {
     utls_conn *c = s->utls;
-    utls_reasm_run run;
     uint64_t seq, body_off;
     size_t i, wire_len;
     unsigned char nonce[8];
     size_t nonce_len;
-    utls_bio_discard discard;
 
     /*
      * Only where utls_hook_skip_decrypt would skip without looking at the
@@ -322,26 +320,10 @@ int utls_hook_skip_body(SSL *s, SSL3_RECORD *rr)
      * header just read included.
      */
     body_off = c->inorder.next_offset + SSL3_RT_HEADER_LENGTH;
-    nonce_len = 0;
-    if (!c->rx.gen_ready || c->rx.explicit_nonce) {
-        /* The explicit nonce (TLS 1.2 AEAD) for the predictor: the body's
-         * first bytes, from the store, which still holds them (the reader has
-         * not passed them, and nothing evicted them, or the epoch would have
-         * moved). Not read otherwise: the body is not in cache. */
-        if (!utls_reasm_find_run(c->rx.store, &run, body_off)
-            || run.offset + run.len - body_off < rr->length)
-            return 0;
-        nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
-        memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
-    }
-    /* The BIO refuses unless its read point is the body's first byte and
-     * the whole body is in order there: then nothing changed, read it.
-     * Straight to its store when its signals name it (utls_next_fragment). */
-    discard.offset = body_off;
-    discard.len = rr->length;
-    if (c->rx.sig_bio == s->rbio && c->rx.sig->events != NULL
-            ? !utls_segstore_discard(c->rx.sig->events, body_off, rr->length)
-            : BIO_ctrl(s->rbio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1)
+    /* The explicit nonce (TLS 1.2 AEAD) for the predictor comes from the
+     * store; not read otherwise: the body is not in cache. */
+    if (!utls_skip_body_discard(c, s->rbio, body_off, rr->length,
+                                !c->rx.gen_ready || c->rx.explicit_nonce, nonce, &nonce_len))
         return 0;
     note_record_pos(c, wire_len, nonce_len > 0 ? nonce : NULL, nonce_len);
     /* The record is complete, its body not in the read buffer: the record

@@ -43,6 +43,36 @@ void utls_forget_bio(utls_conn *c)
 /* utls_note_inorder_anchor notes the in-order record just authenticated as |seq|
  * for the out-of-order side, which takes it up when it next works. Both
  * bases' in-order hooks call it once per record. */
+int utls_skip_body_discard(utls_conn *c, BIO *rbio, uint64_t body_off, size_t body_len,
+                           int want_nonce, unsigned char nonce[8], size_t *out_nonce_len)
+{
+    utls_reasm_run run;
+    utls_bio_discard discard;
+
+    *out_nonce_len = 0;
+    if (want_nonce) {
+        /* The store still holds the body: the reader has not passed it, and
+         * an eviction would have moved the epoch the caller checked. */
+        if (!utls_reasm_find_run(c->rx.store, &run, body_off)
+            || run.offset + run.len - body_off < body_len)
+            return 0;
+        *out_nonce_len = body_len < 8 ? body_len : 8;
+        memcpy(nonce, run.data + (body_off - run.offset), *out_nonce_len);
+    }
+    /* The BIO refuses unless its read point is the body's first byte and
+     * the whole body is in order there: then nothing changed, read it.
+     * Straight to its store when its signals name it (utls_next_fragment). */
+    discard.offset = body_off;
+    discard.len = body_len;
+    if (c->rx.sig_bio == rbio && c->rx.sig->events != NULL
+            ? !utls_segstore_discard(c->rx.sig->events, body_off, body_len)
+            : BIO_ctrl(rbio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1) {
+        *out_nonce_len = 0;
+        return 0;
+    }
+    return 1;
+}
+
 void utls_note_inorder_anchor(utls_conn *c, uint64_t seq)
 {
     utls_seqpred_record a = {0};

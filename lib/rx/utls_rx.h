@@ -171,6 +171,17 @@ typedef struct {
  * anchor for the out-of-order side. */
 void utls_note_inorder_anchor(utls_conn *c, uint64_t seq);
 
+/* pump.c: the body of the record at |body_off| (|body_len| bytes), already
+ * delivered out of order from the read BIO |rbio|'s own store, is passed in
+ * that BIO unread. With |want_nonce| (TLS 1.2 AEAD: the predictor wants the
+ * explicit nonce) its first bytes, at most 8, are first copied from the
+ * store into |nonce| (*out_nonce_len; 0 otherwise), before the discard lets
+ * the store drop them. Returns 0, changing nothing, when the store does not
+ * hold the whole body or the BIO refuses (its read point is not the body's
+ * first byte): the body is then read as usual. Both bases' body skips. */
+int utls_skip_body_discard(utls_conn *c, BIO *rbio, uint64_t body_off, size_t body_len,
+                           int want_nonce, unsigned char nonce[8], size_t *out_nonce_len);
+
 /* ready.c: verified records waiting to be read, sorted by (gen, seq). */
 int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq);
 void utls_ready_remove(utls_conn *c, size_t i);

@@ -362,8 +362,6 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     SSL_CONNECTION *sc = rl->cbarg;
     SSL *s = SSL_CONNECTION_GET_SSL(sc);
     utls_conn *c = sc->utls;
-    utls_reasm_run run;
-    utls_bio_discard discard;
     uint64_t seq, off, body_off;
     size_t i, wire_len, nonce_len;
     unsigned char nonce[8];
@@ -414,22 +412,10 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
      * against it).
      */
     body_off = off + SSL3_RT_HEADER_LENGTH;
-    nonce_len = 0;
-    if ((!c->rx.gen_ready || c->rx.explicit_nonce) && rl->version != TLS1_3_VERSION) {
-        if (!utls_reasm_find_run(c->rx.store, &run, body_off)
-            || run.offset + run.len - body_off < rr->length)
-            return 0;
-        nonce_len = rr->length < sizeof(nonce) ? rr->length : sizeof(nonce);
-        memcpy(nonce, run.data + (body_off - run.offset), nonce_len);
-    }
-    /* The BIO refuses unless its read point is the body's first byte and
-     * the whole body is in order there: then nothing changed, read it.
-     * Straight to its store when its signals name it. */
-    discard.offset = body_off;
-    discard.len = rr->length;
-    if (c->rx.sig->events != NULL
-            ? !utls_segstore_discard(c->rx.sig->events, body_off, rr->length)
-            : BIO_ctrl(rl->bio, UTLS_BIO_CTRL_DISCARD, 0, &discard) != 1)
+    if (!utls_skip_body_discard(c, rl->bio, body_off, rr->length,
+                                (!c->rx.gen_ready || c->rx.explicit_nonce)
+                                    && rl->version != TLS1_3_VERSION,
+                                nonce, &nonce_len))
         return 0;
     if (nonce_len > 0)
         memcpy(rl->packet + SSL3_RT_HEADER_LENGTH, nonce, nonce_len);
