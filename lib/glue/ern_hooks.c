@@ -1,9 +1,10 @@
 /*
  * Explicit record numbers, negotiated under encryption (uTLS ERN v1).
  * The protocol is docs/ern.md; this file is its 3.0 glue for TLS 1.3 and
- * for TLS 1.2 with AES-GCM and AES-CBC: the TLS 1.2 offer, the write hooks
- * and the in-order read hooks. The parts both bases share are in
- * lib/glue/ern_neg.c, the pure parts in lib/ern/.
+ * for TLS 1.2 with AES-GCM and AES-CBC: where the TLS 1.2 offer is looked
+ * for, the write hooks and the in-order read hooks. The parts both bases
+ * share (the TLS 1.2 offer itself among them) are in lib/glue/ern_neg.c,
+ * the pure parts in lib/ern/.
  *
  * This code handles secrets: the exporter value and tokens derived from it,
  * and raw traffic keys for the one-block candidate test. All are wiped when
@@ -19,169 +20,22 @@
 /* The big-endian helpers (core/, one copy for the fork and the provider). */
 #include "utls/be64.h"
 
-/* --- The TLS 1.2 offer: a sender-chosen field of the server's Finished ------ */
-
-/*
- * tls12_kind: how ERN runs on the TLS 1.2 cipher of |ctx|: AES-GCM (the
- * offer is the explicit nonce) or AES-CBC (the offer is the explicit IV), or
- * 0: legacy (docs/ern.md "TLS 1.2": CCM's explicit nonce is the sequence
- * number, ChaCha20-Poly1305 has none, other block ciphers are not AES).
- */
-static int tls12_kind(const SSL *s, const EVP_CIPHER_CTX *ctx)
-{
-    const EVP_CIPHER *ciph;
-    const char *name;
-
-    if (SSL_IS_DTLS(s) || s->version != TLS1_2_VERSION || ctx == NULL
-        || (ciph = EVP_CIPHER_CTX_get0_cipher(ctx)) == NULL)
-        return 0;
-    switch (EVP_CIPHER_get_mode(ciph)) {
-    case EVP_CIPH_GCM_MODE:
-        return UTLS_ERN_KIND_GCM12;
-    case EVP_CIPH_CBC_MODE:
-        /* AES-128/256-CBC, also the stitched AES-CBC-HMAC-SHA1/256 ciphers
-         * OpenSSL picks for MAC-then-encrypt: the one-block test is AES. */
-        name = EVP_CIPHER_get0_name(ciph);
-        return name != NULL && OPENSSL_strncasecmp(name, "AES-", 4) == 0
-                       && EVP_CIPHER_get_block_size(ciph) == 16
-                   ? UTLS_ERN_KIND_CBC12
-                   : 0;
-    default:
-        return 0;
-    }
-}
-
-int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsigned char *key,
-                            size_t key_len, const unsigned char *iv, size_t iv_len)
-{
-    utls_conn *c;
-    unsigned char nonce[UTLS_GCM12_SALT_LEN + UTLS_GCM12_EXPLICIT_LEN];
-    int kind = tls12_kind(s, ctx), ok = 0;
-
-    if (kind == 0 || (c = utls_conn_get(s)) == NULL)
-        return 1;
-    if (iv_len != (kind == UTLS_ERN_KIND_GCM12 ? UTLS_GCM12_SALT_LEN : 16))
-        return 1;
-    if ((which & SSL3_CC_READ) != 0) {
-        /* The one-block test needs the raw key after the key block is gone. */
-        if (key_len != 16 && key_len != 32)
-            return 1;
-        memcpy(c->ern.tls12_rx_key, key, key_len);
-        c->ern.tls12_rx_key_len = key_len;
-        memcpy(c->ern.tls12_rx_iv, iv, iv_len);
-        c->ern.tls12_rx_valid = 1;
-        utls_ern_keys_clear(&c->ern.cur); /* rebuilt from this key when needed */
-        return 1;
-    }
-    /* The server's offer, once per connection, in its first record under
-     * the new write key: its Finished. */
-    if (!s->server || c->ern.offered || !utls_ern_tokens(s, c))
-        return 1;
-    if (kind == UTLS_ERN_KIND_CBC12) {
-        /* Put in place of the random explicit IV by utls_hook_tls12_cbc_iv. */
-        c->ern.tls12_cbc_offer_due = 1;
-        c->ern.offered = 1;
-        return 1;
-    }
-    /*
-     * AES-GCM: the provider adds 1 per record from the explicit nonce it is
-     * given, exactly as it does from the random start it would otherwise
-     * pick. Nonce uniqueness under this key is therefore the provider's own
-     * (docs/ern.md, "Nonce uniqueness").
-     */
-    memcpy(nonce, iv, UTLS_GCM12_SALT_LEN);
-    memcpy(nonce + UTLS_GCM12_SALT_LEN, c->ern.offer12, UTLS_GCM12_EXPLICIT_LEN);
-    /* -1: the whole IV (salt || explicit start), as the provider documents
-     * for EVP_CTRL_AEAD_SET_IV_FIXED. */
-    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, nonce) <= 0)
-        goto end;
-    c->ern.offered = 1;
-    ok = 1;
-end:
-    OPENSSL_cleanse(nonce, sizeof(nonce));
-    return ok;
-}
-
-void utls_hook_tls12_cbc_iv(SSL *s, unsigned char *iv, size_t iv_len)
-{
-    utls_conn *c = s->utls;
-
-    if (c == NULL || !c->ern.tls12_cbc_offer_due || iv_len != UTLS_ERN_OFFER12_LEN)
-        return;
-    /* The IV block is encrypted under the chaining IV like all the others,
-     * so the wire shows E(offer XOR chaining IV): as random as before. */
-    memcpy(iv, c->ern.offer12, UTLS_ERN_OFFER12_LEN);
-    c->ern.tls12_cbc_offer_due = 0;
-}
-
-/*
- * cbc_first_iv_block: the plaintext of the explicit IV block |c0| of the
- * first CBC record under the read key: D(c0) XOR the key block's IV, the
- * chaining IV of that record for sender and receiver alike. Secret.
- */
-static int cbc_first_iv_block(SSL *s, const utls_conn *c, const unsigned char *c0,
-                              unsigned char out[16])
-{
-    EVP_CIPHER *blk = EVP_CIPHER_fetch(
-        s->ctx->libctx, c->ern.tls12_rx_key_len == 32 ? "AES-256-ECB" : "AES-128-ECB",
-        s->ctx->propq);
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    int outl, i, ok = 0;
-
-    if (blk == NULL || ctx == NULL || !c->ern.tls12_rx_valid
-        || EVP_DecryptInit_ex(ctx, blk, NULL, c->ern.tls12_rx_key, NULL) <= 0
-        || EVP_CIPHER_CTX_set_padding(ctx, 0) <= 0
-        || EVP_DecryptUpdate(ctx, out, &outl, c0, 16) <= 0 || outl != 16)
-        goto end;
-    for (i = 0; i < 16; i++)
-        out[i] ^= c->ern.tls12_rx_iv[i];
-    ok = 1;
-end:
-    EVP_CIPHER_CTX_free(ctx);
-    EVP_CIPHER_free(blk);
-    return ok;
-}
+/* --- The TLS 1.2 offer (lib/glue/ern_neg.c): where this base's record code is -- */
 
 void utls_ern_tls12_record_done(SSL *s, const SSL3_RECORD *rr)
 {
     utls_conn *c;
-    unsigned char iv_pt[16];
-    int kind, seen;
+    int kind;
 
     if (s->server || rr->type != SSL3_RT_HANDSHAKE
-        || (kind = tls12_kind(s, s->enc_read_ctx)) == 0 || (c = utls_conn_get(s)) == NULL
+        || (kind = utls_ern_tls12_kind(s, s->enc_read_ctx)) == 0 || (c = utls_conn_get(s)) == NULL
         || c->ern.tls12_checked)
         return;
     /* Only the first record under the read key (sequence number 0, counted
      * by decryption already): the server's Finished. */
     if (utls_load_be64(RECORD_LAYER_get_read_sequence(&s->rlayer)) != 1)
         return;
-    c->ern.tls12_checked = 1;
-    if (!utls_ern_tokens(s, c))
-        return;
-    if (kind == UTLS_ERN_KIND_GCM12) {
-        /* The provider decrypted in place after the explicit nonce, which
-         * it leaves as received, just before the plaintext. */
-        seen = CRYPTO_memcmp(rr->data - UTLS_GCM12_EXPLICIT_LEN, c->ern.offer12,
-                             UTLS_GCM12_EXPLICIT_LEN) == 0;
-    } else {
-        /*
-         * CBC: the block just before the plaintext is the explicit IV block,
-         * decrypted in place by the generic provider (the value the sender
-         * chose), or left as ciphertext by the stitched AES-CBC-HMAC ones
-         * (decrypted here). Either form matching is the offer; a random IV
-         * matches one of them with probability 2^-127.
-         */
-        seen = CRYPTO_memcmp(rr->data - 16, c->ern.offer12, 16) == 0
-               || (cbc_first_iv_block(s, c, rr->data - 16, iv_pt)
-                   && CRYPTO_memcmp(iv_pt, c->ern.offer12, 16) == 0);
-        OPENSSL_cleanse(iv_pt, sizeof(iv_pt));
-    }
-    if (!seen)
-        return; /* a legacy server: its nonce or IV was random */
-    c->ern.offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
-    if (!c->ern.accepted && c->ern.token_due == 0)
-        c->ern.token_due = UTLS_ERN_ACCEPT;
+    utls_ern_tls12_offer_check(s, c, kind, rr->data);
 }
 
 /* --- Sending ----------------------------------------------------------------- */
@@ -322,22 +176,13 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
     k->valid = 0;
     if (ciph == NULL)
         return 0;
-    if (!SSL_IS_TLS13(s)) {
-        /* TLS 1.2: the key kept at the key change. No KeyUpdate in TLS 1.2,
-         * so no next key. */
-        utls_conn *c = s->utls;
-
-        if (next || c == NULL || !c->ern.tls12_rx_valid
-            || (k->kind = tls12_kind(s, s->enc_read_ctx)) == 0)
-            return 0;
-        memcpy(k->iv, c->ern.tls12_rx_iv, UTLS_GCM12_SALT_LEN);
-        memset(k->iv + UTLS_GCM12_SALT_LEN, 0, sizeof(k->iv) - UTLS_GCM12_SALT_LEN);
-        memcpy(key, c->ern.tls12_rx_key, c->ern.tls12_rx_key_len);
-        keylen = c->ern.tls12_rx_key_len;
-    } else if ((k->kind = utls_ern_tls13_kind(ciph)) == 0
-               || !utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key)) {
+    /* TLS 1.2: the key kept at the key change. No KeyUpdate in TLS 1.2, so
+     * no next key. */
+    if (!SSL_IS_TLS13(s))
+        return !next && utls_ern_tls12_keys_setup(s, k, s->enc_read_ctx);
+    if ((k->kind = utls_ern_tls13_kind(ciph)) == 0
+        || !utls_tls13_read_key(s, next, key, &keylen, k->iv) || keylen > sizeof(k->key))
         goto end;
-    }
     if (!utls_ern_keys_init(s, k, key, keylen))
         goto end;
     ok = 1;

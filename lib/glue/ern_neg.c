@@ -1,8 +1,10 @@
 /*
  * Explicit record numbers (docs/ern.md), the parts that are the same on
  * both bases: the tokens, the offer as a NewSessionTicket extension (TLS
- * 1.3), UTLS_ern_status(), what negotiation puts in front of a record's
- * plaintext (written and stripped), and the one-block test's key. Uses only
+ * 1.3), the TLS 1.2 offer (the AES-GCM nonce start or AES-CBC explicit IV
+ * of the server's Finished, set and checked), UTLS_ern_status(), what
+ * negotiation puts in front of a record's plaintext (written and
+ * stripped), and the one-block test's keys. Uses only
  * OpenSSL's public API, the SSL_CTX's library context and WPACKET, so the
  * very same source is compiled into both forks (lib/glue/3.5/ern_neg.c is a
  * one-line wrapper, as conf.c's). What drives the record layer is per base:
@@ -220,6 +222,177 @@ int utls_ern_inorder_data(SSL *s, utls_conn *c, const unsigned char **pt, size_t
     if (r > 0)
         c->stats.ern_records_received++;
     return r > 0;
+}
+
+/* --- TLS 1.2: the offer in a sender-chosen field of the server's Finished --- */
+
+int utls_ern_tls12_kind(const SSL *s, const EVP_CIPHER_CTX *ctx)
+{
+    const EVP_CIPHER *ciph;
+    const char *name;
+
+    if (SSL_is_dtls(s) || SSL_version(s) != TLS1_2_VERSION || ctx == NULL
+        || (ciph = EVP_CIPHER_CTX_get0_cipher(ctx)) == NULL)
+        return 0;
+    switch (EVP_CIPHER_get_mode(ciph)) {
+    case EVP_CIPH_GCM_MODE:
+        return UTLS_ERN_KIND_GCM12;
+    case EVP_CIPH_CBC_MODE:
+        /* AES-128/256-CBC, also the stitched AES-CBC-HMAC-SHA1/256 ciphers
+         * OpenSSL picks for MAC-then-encrypt: the one-block test is AES. */
+        name = EVP_CIPHER_get0_name(ciph);
+        return name != NULL && OPENSSL_strncasecmp(name, "AES-", 4) == 0
+                       && EVP_CIPHER_get_block_size(ciph) == 16
+                   ? UTLS_ERN_KIND_CBC12
+                   : 0;
+    default:
+        return 0;
+    }
+}
+
+int utls_hook_tls12_key_set(SSL *s, int which, EVP_CIPHER_CTX *ctx, const unsigned char *key,
+                            size_t key_len, const unsigned char *iv, size_t iv_len)
+{
+    utls_conn *c;
+    unsigned char nonce[UTLS_GCM12_SALT_LEN + UTLS_GCM12_EXPLICIT_LEN];
+    int kind = utls_ern_tls12_kind(s, ctx), ok = 0;
+
+    if (kind == 0 || (c = utls_conn_get(s)) == NULL)
+        return 1;
+    if (iv_len != (kind == UTLS_ERN_KIND_GCM12 ? UTLS_GCM12_SALT_LEN : 16))
+        return 1;
+    if ((which & SSL3_CC_READ) != 0) {
+        /* The one-block test needs the raw key after the key block is gone. */
+        if (key_len != 16 && key_len != 32)
+            return 1;
+        memcpy(c->ern.tls12_rx_key, key, key_len);
+        c->ern.tls12_rx_key_len = key_len;
+        memcpy(c->ern.tls12_rx_iv, iv, iv_len);
+        c->ern.tls12_rx_valid = 1;
+        utls_ern_keys_clear(&c->ern.cur); /* rebuilt from this key when needed */
+        return 1;
+    }
+    /* The server's offer, once per connection, in its first record under
+     * the new write key: its Finished. */
+    if (!SSL_is_server(s) || c->ern.offered || !utls_ern_tokens(s, c))
+        return 1;
+    if (kind == UTLS_ERN_KIND_CBC12) {
+        /* Put in place of the random explicit IV by utls_hook_tls12_cbc_iv. */
+        c->ern.tls12_cbc_offer_due = 1;
+        c->ern.offered = 1;
+        return 1;
+    }
+    /*
+     * AES-GCM: the provider adds 1 per record from the explicit nonce it is
+     * given, exactly as it does from the random start it would otherwise
+     * pick. Nonce uniqueness under this key is therefore the provider's own
+     * (docs/ern.md, "Nonce uniqueness").
+     */
+    memcpy(nonce, iv, UTLS_GCM12_SALT_LEN);
+    memcpy(nonce + UTLS_GCM12_SALT_LEN, c->ern.offer12, UTLS_GCM12_EXPLICIT_LEN);
+    /* -1: the whole IV (salt || explicit start), as the provider documents
+     * for EVP_CTRL_AEAD_SET_IV_FIXED. */
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, nonce) <= 0)
+        goto end;
+    c->ern.offered = 1;
+    ok = 1;
+end:
+    OPENSSL_cleanse(nonce, sizeof(nonce));
+    return ok;
+}
+
+void utls_hook_tls12_cbc_iv(SSL *s, unsigned char *iv, size_t iv_len)
+{
+    utls_conn *c = UTLS_CONN_OF(s);
+
+    if (c == NULL || !c->ern.tls12_cbc_offer_due || iv_len != UTLS_ERN_OFFER12_LEN)
+        return;
+    /* The IV block is encrypted under the chaining IV like all the others,
+     * so the wire shows E(offer XOR chaining IV): as random as before. */
+    memcpy(iv, c->ern.offer12, UTLS_ERN_OFFER12_LEN);
+    c->ern.tls12_cbc_offer_due = 0;
+}
+
+/*
+ * cbc_first_iv_block: the plaintext of the explicit IV block |c0| of the
+ * first CBC record under the read key: D(c0) XOR the key block's IV, the
+ * chaining IV of that record for sender and receiver alike. Secret.
+ */
+static int cbc_first_iv_block(SSL *s, const utls_conn *c, const unsigned char *c0,
+                              unsigned char out[16])
+{
+    EVP_CIPHER *blk = EVP_CIPHER_fetch(
+        SSL_get_SSL_CTX(s)->libctx,
+        c->ern.tls12_rx_key_len == 32 ? "AES-256-ECB" : "AES-128-ECB", SSL_get_SSL_CTX(s)->propq);
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    int outl, i, ok = 0;
+
+    if (blk == NULL || ctx == NULL || !c->ern.tls12_rx_valid
+        || EVP_DecryptInit_ex(ctx, blk, NULL, c->ern.tls12_rx_key, NULL) <= 0
+        || EVP_CIPHER_CTX_set_padding(ctx, 0) <= 0
+        || EVP_DecryptUpdate(ctx, out, &outl, c0, 16) <= 0 || outl != 16)
+        goto end;
+    for (i = 0; i < 16; i++)
+        out[i] ^= c->ern.tls12_rx_iv[i];
+    ok = 1;
+end:
+    EVP_CIPHER_CTX_free(ctx);
+    EVP_CIPHER_free(blk);
+    return ok;
+}
+
+void utls_ern_tls12_offer_check(SSL *s, utls_conn *c, int kind, const unsigned char *pt)
+{
+    unsigned char iv_pt[16];
+    int seen;
+
+    c->ern.tls12_checked = 1;
+    if (!utls_ern_tokens(s, c))
+        return;
+    if (kind == UTLS_ERN_KIND_GCM12) {
+        /* The provider decrypted in place after the explicit nonce, which
+         * it leaves as received, just before the plaintext. */
+        seen = CRYPTO_memcmp(pt - UTLS_GCM12_EXPLICIT_LEN, c->ern.offer12,
+                             UTLS_GCM12_EXPLICIT_LEN) == 0;
+    } else {
+        /*
+         * CBC: the block just before the plaintext is the explicit IV block,
+         * decrypted in place by the generic provider (the value the sender
+         * chose), or left as ciphertext by the stitched AES-CBC-HMAC ones
+         * (decrypted here). Either form matching is the offer; a random IV
+         * matches one of them with probability 2^-127.
+         */
+        seen = CRYPTO_memcmp(pt - 16, c->ern.offer12, 16) == 0
+               || (cbc_first_iv_block(s, c, pt - 16, iv_pt)
+                   && CRYPTO_memcmp(iv_pt, c->ern.offer12, 16) == 0);
+        OPENSSL_cleanse(iv_pt, sizeof(iv_pt));
+    }
+    if (!seen)
+        return; /* a legacy server: its nonce or IV was random */
+    c->ern.offered = 1; /* the client saw a valid offer (UTLS_ERN_OFFERED) */
+    if (!c->ern.accepted && c->ern.token_due == 0)
+        c->ern.token_due = UTLS_ERN_ACCEPT;
+}
+
+int utls_ern_tls12_keys_setup(SSL *s, utls_ern_keys *k, const EVP_CIPHER_CTX *read_ctx)
+{
+    const utls_conn *c = UTLS_CONN_OF(s);
+    unsigned char key[32];
+    size_t keylen;
+    int ok;
+
+    k->valid = 0;
+    if (c == NULL || !c->ern.tls12_rx_valid
+        || (k->kind = utls_ern_tls12_kind(s, read_ctx)) == 0)
+        return 0;
+    /* GCM: the salt, then the record's own explicit nonce (window.c). */
+    memcpy(k->iv, c->ern.tls12_rx_iv, UTLS_GCM12_SALT_LEN);
+    memset(k->iv + UTLS_GCM12_SALT_LEN, 0, sizeof(k->iv) - UTLS_GCM12_SALT_LEN);
+    keylen = c->ern.tls12_rx_key_len;
+    memcpy(key, c->ern.tls12_rx_key, keylen);
+    ok = utls_ern_keys_init(s, k, key, keylen);
+    OPENSSL_cleanse(key, sizeof(key));
+    return ok;
 }
 
 /* --- The one-block test's key ------------------------------------------------ */

@@ -139,6 +139,23 @@ int utls_ern_tls13_kind(const EVP_CIPHER *ciph);
 /* utls_ern_keys_init keys |k| (its kind set) with the raw read key |key|
  * (|keylen| bytes) for the one-block test. Returns 1 on success. */
 int utls_ern_keys_init(SSL *s, utls_ern_keys *k, const unsigned char *key, size_t keylen);
+/* utls_ern_tls12_kind: how ERN runs on the TLS 1.2 cipher of the record
+ * layer's context |ctx|: UTLS_ERN_KIND_GCM12 (AES-GCM: the offer is the
+ * explicit nonce), UTLS_ERN_KIND_CBC12 (AES-CBC: the explicit IV), or 0:
+ * legacy (docs/ern.md "Which suites"; also for another version or DTLS). */
+struct evp_cipher_ctx_st;
+int utls_ern_tls12_kind(const SSL *s, const struct evp_cipher_ctx_st *ctx);
+/* utls_ern_tls12_offer_check: a TLS 1.2 client decrypted the first record
+ * under its new read key (the server's Finished), of kind |kind|, whose
+ * plaintext the record layer left at |pt|, just after the explicit nonce or
+ * the IV block it decrypted in place. Looks there for the server's offer
+ * (once per connection: marks it checked) and, when it is there, owes the
+ * accept token. Secret material is wiped. */
+void utls_ern_tls12_offer_check(SSL *s, utls_conn *c, int kind, const unsigned char *pt);
+/* utls_ern_tls12_keys_setup fills |k| for the one-block test from the TLS 1.2
+ * read key kept at the key change (utls_hook_tls12_key_set) and the read
+ * layer's context |read_ctx| (for the kind). Returns 1 on success. */
+int utls_ern_tls12_keys_setup(SSL *s, utls_ern_keys *k, const struct evp_cipher_ctx_st *read_ctx);
 /* Per base (lib/glue/ern_hooks.c, lib/glue/3.5/ern.c), for the sealing
  * calls of lib/glue/ern_seal.c. utls_ern_write_seq: the number the next
  * record written takes. utls_ern_padding_on: TLS 1.3 record padding (a

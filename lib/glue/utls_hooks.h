@@ -160,7 +160,8 @@ int utls_hook_write_prefix(struct ssl_st *s, struct wpacket_st *pkt, int type, s
 
 /*
  * utls_hook_tls12_key_set: tls1_change_cipher_state keyed |ctx| for |which|
- * (SSL3_CC_READ/WRITE bits) with the raw |key| and the |iv_len| bytes of
+ * (SSL3_CC_READ/WRITE bits; on 3.5 through utls_hook35_tls12_key_set(),
+ * |ctx| the new record layer's) with the raw |key| and the |iv_len| bytes of
  * |iv| from the key block (AES-GCM: the 4-byte salt; CBC: the 16-byte IV).
  * With SSL_MODE_UTLS_NEGOTIATE a TLS 1.2 server sets the explicit nonce its
  * first AES-GCM record starts from to the ERN offer (AES-CBC: arms
@@ -174,8 +175,9 @@ int utls_hook_tls12_key_set(struct ssl_st *s, int which, struct evp_cipher_ctx_s
                             size_t iv_len);
 
 /*
- * utls_hook_tls12_cbc_iv: tls1_enc() drew the random explicit IV block |iv|
- * (|iv_len| bytes) of a TLS 1.1+ CBC record about to be encrypted. A TLS 1.2
+ * utls_hook_tls12_cbc_iv: tls1_enc() (3.5: tls1_cipher()) drew the random
+ * explicit IV block |iv| (|iv_len| bytes) of a TLS 1.1+ CBC record about to
+ * be encrypted. A TLS 1.2
  * server owing its ERN offer replaces it, in its first record under the new
  * write key only (docs/ern.md). Nothing is owned.
  */

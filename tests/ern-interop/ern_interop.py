@@ -318,10 +318,7 @@ def cmd_forkfork(cfg):
                 raise Failure("ern", "%s: only %d numbered records sent / %d received for %d lines"
                               % (pr.name, e["sent"], e["received"], n))
         else:
-            # --server-may-offer: a 3.0 server offers in its TLS 1.2 Finished
-            # (UTLS_ERN_OFFERED) to a client that does not look (the 3.5 base).
-            offered_ok = 0x1 if cfg.server_may_offer and pr is server else 0
-            if e["status"] & ~offered_ok != 0 or e["sent"] or e["received"]:
+            if e["status"] != 0 or e["sent"] or e["received"]:
                 raise Failure("ern", "%s: TLS %s with %s must not negotiate (docs/ern.md), status 0x%x sent %d "
                               "received %d" % (pr.name, cfg.tls, cfg.cipher, e["status"], e["sent"], e["received"]))
     log("ern OK: %s" % ("numbers in both directions on both ends" if not cfg.expect_legacy
@@ -515,8 +512,6 @@ def main():
                     "the other base's build")
     ap.add_argument("--client-ern-peer", help="forkfork: the client's ern_peer (default --ern-peer)")
     ap.add_argument("--server-fork", help="forkfork: the libssl the server's ern_peer maps (default --fork)")
-    ap.add_argument("--server-may-offer", action="store_true",
-                    help="forkfork --expect-legacy: the server may have offered (TLS 1.2 on the 3.0 base)")
     ap.add_argument("--tshark", default="/usr/bin/tshark")
     ap.add_argument("--tcpdump", default="/usr/bin/tcpdump")
     ap.add_argument("--checker")

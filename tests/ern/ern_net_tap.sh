@@ -13,7 +13,7 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../net/lib.sh"
 net_require_root "network namespaces, the AF_PACKET tap"
-BIN=${1:?usage: ern_net_tap.sh ERN_NET [--tls13-only]}
+BIN=${1:?usage: ern_net_tap.sh ERN_NET}
 net_init "uern$$" ern-net-tap
 NET_PID_VARS=RECV_PID
 RECV_PID=
@@ -23,9 +23,7 @@ RRC=1
 net_testbed_up --rtt 100 --loss 2 --seed 4243
 ADDR=$("$TB" --prefix "$PREFIX" addr receiver):4433
 rc=0
-# --tls13-only (the 3.5 base, where ERN is TLS 1.3 only): no TLS 1.2 run.
 versions=("" --tls12)
-[ "${2:-}" = --tls13-only ] && versions=("")
 for version in "${versions[@]}"; do
     for how in "" --tap; do
         rm -f "$WORK/ready"
@@ -51,5 +49,5 @@ for version in "${versions[@]}"; do
         head -2 "$WORK/recv.jsonl"
     done
 done
-[ "$rc" = 0 ] && echo "PASS: ern_net over the testbed, socket and tap, TLS 1.3${versions[1]:+ and 1.2}"
+[ "$rc" = 0 ] && echo "PASS: ern_net over the testbed, socket and tap, TLS 1.3 and 1.2"
 exit $rc

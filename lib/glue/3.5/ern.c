@@ -5,11 +5,13 @@
  * and stripped) is lib/glue/ern_neg.c, compiled for both bases; the pure
  * parts (the one-block test, the receive window, hints) are lib/ern/.
  *
- * TLS 1.3 only. The TLS 1.2 offer rides in a field only the 3.0 record code
- * lets the glue choose (the AES-GCM explicit nonce start, the AES-CBC
- * explicit IV of the server's Finished); on this base a TLS 1.2 server does
- * not offer and a TLS 1.2 client does not look, so TLS 1.2 connections stay
- * legacy (stock TLS 1.2; docs/ern.md "Bases").
+ * TLS 1.3, and TLS 1.2 with AES-GCM and AES-CBC. The TLS 1.2 offer rides in
+ * a field the server chooses in its Finished (the AES-GCM explicit nonce
+ * start, the AES-CBC explicit IV): patch 0010 passes the new TLS 1.2 record
+ * layer's keys to utls_hook35_tls12_key_set() (the offer itself is
+ * lib/glue/ern_neg.c's, shared with 3.0) and tls1_cipher()'s explicit IV to
+ * utls_hook_tls12_cbc_iv(); a client looks for it in the first record its
+ * new read layer returns (utls_hook35_ern_record()).
  *
  * 3.5's record layer writes and reads records with its own sequence
  * numbers (OSSL_RECORD_LAYER.sequence), so the hooks are inside it:
@@ -38,16 +40,30 @@
 
 /* --- Keys ------------------------------------------------------------------ */
 
+/* ern_version: |rl| protects records ERN can number: TLS 1.3, or TLS 1.2
+ * (which cipher: utls_ern_tls12_kind(); DTLS is never negotiated). */
+static int ern_version(const OSSL_RECORD_LAYER *rl)
+{
+    return rl->version == TLS1_3_VERSION || rl->version == TLS1_2_VERSION;
+}
+
 int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
 {
     SSL_CONNECTION *sc = UTLS_SC(s);
+    const OSSL_RECORD_LAYER *rl;
     unsigned char key[EVP_MAX_KEY_LENGTH];
     size_t keylen = 0;
     int ok = 0;
 
     k->valid = 0;
-    /* TLS 1.3 only on this base (no TLS 1.2 offer: see above). */
-    if (sc == NULL || !SSL_CONNECTION_IS_TLS13(sc) || sc->s3.tmp.new_sym_enc == NULL
+    if (sc == NULL)
+        return 0;
+    /* TLS 1.2: the key kept at the key change (patch 0010); the kind from
+     * the read layer's cipher. No KeyUpdate in TLS 1.2, so no next key. */
+    if (!SSL_CONNECTION_IS_TLS13(sc))
+        return !next && (rl = utls_rl35(sc)) != NULL
+               && utls_ern_tls12_keys_setup(s, k, rl->enc_ctx);
+    if (sc->s3.tmp.new_sym_enc == NULL
         || (k->kind = utls_ern_tls13_kind(sc->s3.tmp.new_sym_enc)) == 0
         || !utls_tls13_read_key(s, next, key, &keylen, k->iv))
         goto end;
@@ -55,6 +71,43 @@ int utls_ern_keys_setup(SSL *s, utls_ern_keys *k, int next)
 end:
     OPENSSL_cleanse(key, sizeof(key));
     return ok;
+}
+
+/* --- TLS 1.2: the keys and the offer (patch 0010) ----------------------------- */
+
+int utls_hook35_tls12_key_set(SSL_CONNECTION *sc, int direction, const unsigned char *key,
+                              size_t key_len, const unsigned char *iv, size_t iv_len)
+{
+    int read = direction == OSSL_RECORD_DIRECTION_READ;
+    const OSSL_RECORD_METHOD *meth = read ? sc->rlayer.rrlmethod : sc->rlayer.wrlmethod;
+    OSSL_RECORD_LAYER *rl = read ? sc->rlayer.rrl : sc->rlayer.wrl;
+
+    /* 3.5's own record method only: under KTLS's the kernel encrypts and
+     * decrypts, so a server offers nothing and a client looks for nothing
+     * (legacy, as on 3.0 where KTLS copies the state it is given). */
+    if (meth != &ossl_tls_record_method || rl == NULL || rl->version != TLS1_2_VERSION
+        || rl->enc_ctx == NULL)
+        return 1;
+    return utls_hook_tls12_key_set(SSL_CONNECTION_GET_SSL(sc), read ? SSL3_CC_READ : SSL3_CC_WRITE,
+                                   rl->enc_ctx, key, key_len, iv, iv_len);
+}
+
+/*
+ * tls12_offer: a TLS 1.2 client's read layer |rl| returned the handshake
+ * record |rr|. When it is the first record under the new read key (the
+ * server's Finished: sequence number 0, counted by decryption already), the
+ * offer is looked for just before its plaintext, which the record method
+ * decrypted in place after the explicit nonce or IV block (lib/glue/ern_neg.c).
+ */
+static void tls12_offer(SSL_CONNECTION *sc, utls_conn *c, const OSSL_RECORD_LAYER *rl,
+                        const TLS_RECORD *rr)
+{
+    SSL *s = SSL_CONNECTION_GET_SSL(sc);
+    int kind = utls_ern_tls12_kind(s, rl->enc_ctx);
+
+    if (kind == 0 || utls_load_be64(rl->sequence) != 1 || rr->off != 0)
+        return;
+    utls_ern_tls12_offer_check(s, c, kind, rr->data);
 }
 
 /* --- Sending (patch 0008) -------------------------------------------------- */
@@ -66,7 +119,7 @@ int utls_hook35_ern_write_prefix(OSSL_RECORD_LAYER *rl, WPACKET *pkt, int type, 
     utls_conn *c = sc != NULL ? sc->utls : NULL;
 
     *out_len = 0;
-    if (c == NULL || type != SSL3_RT_APPLICATION_DATA || rl->version != TLS1_3_VERSION
+    if (c == NULL || type != SSL3_RT_APPLICATION_DATA || !ern_version(rl)
         || sc->rlayer.wrl != rl || SSL_in_init(SSL_CONNECTION_GET_SSL(sc)))
         return 1;
     /* An empty record (UTLS_ern_flush) has no room reserved for content:
@@ -99,7 +152,8 @@ int UTLS_ern_flush(SSL *s)
          * bytes, so the record layer is asked directly, as it does). */
         memset(&tmpl, 0, sizeof(tmpl));
         tmpl.type = SSL3_RT_APPLICATION_DATA;
-        tmpl.version = TLS1_2_VERSION; /* RFC 8446 5.1: legacy_record_version */
+        /* RFC 8446 5.1: legacy_record_version */
+        tmpl.version = sc->version == TLS1_3_VERSION ? TLS1_2_VERSION : sc->version;
         tmpl.buf = c->ern.flush_buf;
         tmpl.buflen = 0;
         sc->rwstate = SSL_NOTHING;
@@ -119,7 +173,7 @@ int utls_hook35_ern_pre_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     uint64_t ctr, hint = 0, n = 0;
     int have_hint;
 
-    if (c == NULL || !c->ern.rx || sc->rlayer.rrl != rl || rl->version != TLS1_3_VERSION
+    if (c == NULL || !c->ern.rx || sc->rlayer.rrl != rl || !ern_version(rl)
         || rr->type != SSL3_RT_APPLICATION_DATA || rr->rec_version == SSL2_VERSION
         || rl->packet == NULL)
         return 1;
@@ -134,7 +188,8 @@ int utls_hook35_ern_pre_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     switch (utls_ern_rx_find(c, &c->ern.cur, rl->packet, SSL3_RT_HEADER_LENGTH + rr->length, ctr,
                              have_hint, hint, &n)) {
     case UTLS_ERN_RX_FOUND:
-        /* The nonce tls13_cipher() builds is the one of the number found. */
+        /* The number the record is decrypted and authenticated under: TLS
+         * 1.3's nonce, TLS 1.2's additional data or MAC. */
         utls_store_be64(rl->sequence, n);
         return 1;
     case UTLS_ERN_RX_REPLAY:
@@ -163,8 +218,14 @@ int utls_hook35_ern_record(SSL_CONNECTION *sc, TLS_RECORD *rr)
     size_t len, stripped;
     uint64_t seq;
 
-    if (c == NULL || !c->ern.tokens_ready || sc->rlayer.rrlmethod != &ossl_tls_record_method
-        || (rl = sc->rlayer.rrl) == NULL || rl->version != TLS1_3_VERSION || rec == NULL)
+    if (c == NULL || sc->rlayer.rrlmethod != &ossl_tls_record_method
+        || (rl = sc->rlayer.rrl) == NULL || rec == NULL)
+        return 1;
+    /* TLS 1.2: the server's offer, once per connection (patch 0010). */
+    if (rr->type == SSL3_RT_HANDSHAKE && !sc->server && !c->ern.tls12_checked
+        && rl->version == TLS1_2_VERSION)
+        tls12_offer(sc, c, rl, rr);
+    if (!c->ern.tokens_ready || !ern_version(rl))
         return 1;
     /* The record layer counted the record: it is the one before its counter
      * (one record per batch: utls_gen_setup() refuses read pipelining). */

@@ -264,11 +264,6 @@ UTLS_HOT int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         pos_known = c->inorder.offset_known;
         seq = record_seq(rl);
     }
-    /* Explicit record numbers (lib/glue/3.5/ern.c): the receive window, the
-     * peer's switch token and the number, before anything below looks at
-     * the record's plaintext. */
-    if ((sc->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 && !utls_hook35_ern_record(sc, rr))
-        return 0;
     if (rl != NULL && rec != NULL && pos_known && rl->enc_ctx != NULL) {
         if (!c->rx.post_handshake && !SSL_in_init(s))
             c->rx.post_handshake = 1;
@@ -279,11 +274,18 @@ UTLS_HOT int utls_hook35_record_read(SSL_CONNECTION *sc, TLS_RECORD *rr)
         if (rr->type == SSL3_RT_APPLICATION_DATA && c->rx.ahead.n > 0
             && (c->ern.rx ? utls_seqset_take_one(&c->rx.ahead, seq, UTLS_ERN_REORDER_WINDOW)
                           : take_ahead(&c->rx.ahead, seq))) {
-            /* Delivered out of order already: skip it, exactly once. */
+            /* Delivered out of order already: skip it, exactly once. Its
+             * number still moves the receive window; nothing is stripped
+             * from the emptied record (as 3.0's record_done_full()). */
             skip_delivered(c, rr);
-            return 1;
+            return (sc->mode & SSL_MODE_UTLS_NEGOTIATE) == 0 || utls_hook35_ern_record(sc, rr);
         }
     }
+    /* Explicit record numbers (lib/glue/3.5/ern.c): the receive window, the
+     * peer's switch token and the number, before anything below looks at
+     * the record's plaintext. */
+    if ((sc->mode & SSL_MODE_UTLS_NEGOTIATE) != 0 && !utls_hook35_ern_record(sc, rr))
+        return 0;
     if (rr->type != SSL3_RT_APPLICATION_DATA)
         return 1;
     c->rx.post_handshake = 1;

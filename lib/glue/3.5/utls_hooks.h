@@ -5,7 +5,7 @@
  * folder, so it resolves the same from every file that includes ssl_local.h,
  * OpenSSL's own test programs included.
  *
- * Below it, the calls that only 3.5's record layer makes (patch 0004).
+ * Below it, the calls that only 3.5's record layer makes (patches 0004-0010).
  */
 #include "../utls_hooks.h"
 
@@ -25,8 +25,10 @@ struct tls_rl_record_st;
  * (UTLS_get_stats) and keeps the record's metadata for UTLS_read_record().
  * A record that was already delivered out of order is emptied here, in
  * |rr| and in the record layer, so that ssl3_read_bytes() releases it and
- * reads on: delivered exactly once. With SSL_MODE_UTLS_NEGOTIATE it first
- * calls utls_hook35_ern_record(). Returns 1 to go on, 0 after SSLfatal().
+ * reads on: delivered exactly once. With SSL_MODE_UTLS_NEGOTIATE it calls
+ * utls_hook35_ern_record() before it looks at the plaintext (for a record
+ * it emptied, after: the receive window only). Returns 1 to go on, 0 after
+ * SSLfatal().
  */
 int utls_hook35_record_read(struct ssl_connection_st *s, struct tls_record_st *rr);
 
@@ -87,10 +89,11 @@ int utls_hook35_ern_pre_decrypt(struct ossl_record_layer_st *rl, struct tls_rl_r
  * utls_hook35_ern_record: ssl3_read_bytes() took record |rr| from the read
  * record layer in order, with SSL_MODE_UTLS_NEGOTIATE and uTLS state (from
  * utls_hook35_record_read() with SSL_MODE_UNORDERED, before it looks at the
- * plaintext; directly without). Moves
- * the receive window (the layer's read sequence becomes the highest number
- * seen + 1), takes the peer's switch token and strips the record number, in
- * |rr| and in the record layer's record. Returns 1 to go on, 0 after
+ * plaintext; directly without). Moves the receive window (the layer's read
+ * sequence becomes the highest number seen + 1), takes the peer's switch
+ * token and strips the record number, in |rr| and in the record layer's
+ * record. A TLS 1.2 client also looks for the server's offer in the first
+ * record under its new read key (patch 0010). Returns 1 to go on, 0 after
  * SSLfatal() (a numbered record whose number is not its sequence number).
  */
 int utls_hook35_ern_record(struct ssl_connection_st *s, struct tls_record_st *rr);
@@ -108,6 +111,22 @@ struct wpacket_st;
 int utls_hook35_ern_write_prefix(struct ossl_record_layer_st *rl, struct wpacket_st *pkt,
                                  int type, size_t pipe, struct tls_rl_record_st *wr,
                                  size_t *out_len);
+
+/*
+ * utls_hook35_tls12_key_set: tls1_change_cipher_state() installed a new TLS
+ * 1.0-1.2 record layer for |direction| (OSSL_RECORD_DIRECTION_*), keyed with
+ * the raw |key| (|key_len| bytes) and the |iv_len| bytes of |iv| from the
+ * key block, with SSL_MODE_UTLS_NEGOTIATE. When the layer is 3.5's own TLS
+ * record method it passes its cipher context to utls_hook_tls12_key_set():
+ * a TLS 1.2 server sets the explicit nonce its first AES-GCM record starts
+ * from to the ERN offer (AES-CBC: arms utls_hook_tls12_cbc_iv(), which
+ * tls1_cipher() calls), a reader keeps a copy of the key and IV
+ * (docs/ern.md). Nothing is owned. Returns 0 on an internal error, 1
+ * otherwise (also when nothing applies).
+ */
+int utls_hook35_tls12_key_set(struct ssl_connection_st *s, int direction,
+                              const unsigned char *key, size_t key_len,
+                              const unsigned char *iv, size_t iv_len);
 
 /*
  * utls_hook35_skip_body: tls_get_more_records(), once the header of record
