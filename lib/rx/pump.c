@@ -73,6 +73,19 @@ int utls_skip_body_discard(utls_conn *c, BIO *rbio, uint64_t body_off, size_t bo
     return 1;
 }
 
+int utls_bio_inorder_end(const utls_conn *c, BIO *rbio, uint64_t *out_end)
+{
+    const utls_bio_signals *sig = c->rx.sig;
+
+    /* |store| set: the BIO's in-order stream is that store's (not the tap,
+     * whose in-order bytes are the kernel's). */
+    if (c->rx.sig_bio == rbio && sig != NULL && sig->store != NULL && sig->events != NULL) {
+        *out_end = utls_segstore_inorder_end(sig->events);
+        return 1;
+    }
+    return BIO_ctrl(rbio, UTLS_BIO_CTRL_INORDER_END, 0, out_end) == 1;
+}
+
 void utls_note_inorder_anchor(utls_conn *c, uint64_t seq)
 {
     utls_seqpred_record a = {0};
