@@ -520,8 +520,9 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     utls_ready_record *r;
     int ret;
 
-    if (sc == NULL || SSL_in_init(s) || (sc->shutdown & SSL_RECEIVED_SHUTDOWN)
-        || ossl_statem_in_error(sc))
+    /* SSL_in_init(), ossl_statem_in_error() read in place: two calls saved */
+    if (sc == NULL || sc->statem.in_init || (sc->shutdown & SSL_RECEIVED_SHUTDOWN)
+        || sc->statem.state == MSG_FLOW_ERROR)
         return UTLS_HOOK_PASS;
     if ((c = sc->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return UTLS_HOOK_PASS;
@@ -732,22 +733,25 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
  * this; the answer then costs no pass through ssl3_read_bytes(), the record
  * layer and BIO_read(). Anything else returns 0: the full read decides.
  */
-static int read_cannot_progress(SSL *s, SSL_CONNECTION *sc, const utls_conn *c)
+static int read_cannot_progress(SSL_CONNECTION *sc, const utls_conn *c)
 {
     const OSSL_RECORD_LAYER *rl = rl35(sc);
 
-    /* rl->prev, not rrlnext (on 3.5 an empty BIO for the next record layer,
-     * never NULL): what a previous record layer left, until read dry. The
-     * full read frees the buffer with SSL_MODE_RELEASE_BUFFERS. */
-    return rl != NULL && sc->rlayer.curr_rec >= sc->rlayer.num_recs
+    /* First what fails when a record can be read (a fragment pending, bytes
+     * in order). rl->prev, not rrlnext (on 3.5 an empty BIO for the next
+     * record layer, never NULL): what a previous record layer left, until
+     * read dry. The full read frees buffers with SSL_MODE_RELEASE_BUFFERS. */
+    return c->rx.sig != NULL && sc->rbio != NULL && c->rx.sig_bio == sc->rbio
+        && c->rx.sig->pending == 0 && c->rx.sig->read_is_push_only
+        && utls_segstore_read_would_block(c->rx.sig->events) && rl != NULL
+        && sc->rlayer.curr_rec >= sc->rlayer.num_recs
         && rl->curr_rec >= rl->num_recs && rl->prev == NULL
         && (sc->mode & (SSL_MODE_UNORDERED | SSL_MODE_ASYNC | SSL_MODE_RELEASE_BUFFERS))
             == SSL_MODE_UNORDERED
         && c->rx.post_handshake && c->rx.ready.num == 0 && !c->rx.ready.partial_active
-        && !c->rx.rescan_pending && c->rx.sig != NULL && sc->rbio != NULL
-        && c->rx.sig_bio == sc->rbio && rl->bio == sc->rbio && c->rx.sig->read_is_push_only
-        && c->rx.sig->pending == 0 && utls_segstore_read_would_block(c->rx.sig->events)
-        && sc->handshake_func != NULL && !SSL_in_init(s) && !ossl_statem_in_error(sc)
+        && !c->rx.rescan_pending && rl->bio == sc->rbio
+        && sc->handshake_func != NULL && !sc->statem.in_init
+        && sc->statem.state != MSG_FLOW_ERROR /* SSL_in_init(), ossl_statem_in_error() */
         && (sc->shutdown & SSL_RECEIVED_SHUTDOWN) == 0
         && sc->early_data_state == SSL_EARLY_DATA_NONE && !sc->s3.renegotiate
         && in_order_bytes_buffered(sc) == 0;
@@ -765,7 +769,7 @@ int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
     if ((c = sc->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return 0;
     c->last_info_valid = 0;
-    if (read_cannot_progress(s, sc, c)) {
+    if (read_cannot_progress(sc, c)) {
         /* What the failed read would leave: the BIO's retry flag, SSL_READING
          * (SSL_get_error() reports SSL_ERROR_WANT_READ), errno cleared. */
         errno = 0;
