@@ -69,12 +69,16 @@ int utls_seqset_add(utls_seqset *set, uint64_t seq, uint64_t off, size_t wire_le
         memmove(set->epoch, e, set->n * sizeof(*set->epoch));
         memmove(set->wire_len, w, set->n * sizeof(*set->wire_len));
     }
-    i = utls_seqset_lower(set, seq);
+    /* Records are usually delivered ahead in increasing order: the end,
+     * without the search and the moves. */
+    i = set->n == 0 || set->v[set->n - 1] < seq ? set->n : utls_seqset_lower(set, seq);
     tail = set->n - i;
-    memmove(&set->v[i + 1], &set->v[i], tail * sizeof(*set->v));
-    memmove(&set->off[i + 1], &set->off[i], tail * sizeof(*set->off));
-    memmove(&set->wire_len[i + 1], &set->wire_len[i], tail * sizeof(*set->wire_len));
-    memmove(&set->epoch[i + 1], &set->epoch[i], tail * sizeof(*set->epoch));
+    if (tail > 0) {
+        memmove(&set->v[i + 1], &set->v[i], tail * sizeof(*set->v));
+        memmove(&set->off[i + 1], &set->off[i], tail * sizeof(*set->off));
+        memmove(&set->wire_len[i + 1], &set->wire_len[i], tail * sizeof(*set->wire_len));
+        memmove(&set->epoch[i + 1], &set->epoch[i], tail * sizeof(*set->epoch));
+    }
     set->v[i] = seq;
     set->off[i] = off;
     set->wire_len[i] = wire_len;

@@ -451,9 +451,20 @@ UTLS_NOINLINE int utls_seg_read_held(seg_ctx *c, char *out, int outl)
  * unless |at| is the read point and all |len| bytes are here. */
 static int seg_discard(seg_ctx *c, uint64_t at, size_t len)
 {
+    size_t k;
+
     if (at != c->read_off || c->discard_inorder || (uint64_t)len > utls_seg_inorder_avail(c))
         return 0;
-    return seg_consume(c, NULL, len);
+    /* Nothing is copied, so the counts alone: the store holds
+     * [read_off + inorder_len, + held_inorder) by construction
+     * (seg_pull_contiguous, seg_spill), and seg_consume's lookup of that run
+     * (a tree search per record skipped) only finds the bytes to copy. */
+    k = c->inorder_len < len ? c->inorder_len : len;
+    if (k > 0)
+        seg_take_buffered(c, NULL, k);
+    c->read_off += len - k;
+    c->held_inorder -= len - k;
+    return 1;
 }
 
 /* seg_take_event hands out the oldest event's bytes where the store holds

@@ -52,6 +52,11 @@ int UTLS_get_stats(const SSL *s, UTLS_STATS *out_stats)
     return 1;
 }
 
+uint32_t utls_ssl_mode(const SSL *s)
+{
+    return s != NULL ? s->mode : 0;
+}
+
 size_t utls_max_pipelines(const SSL *s)
 {
     return s->max_pipelines;

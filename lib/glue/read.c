@@ -50,7 +50,7 @@ static int inorder_goes_first(SSL *s, const utls_conn *c, const utls_ready_recor
 
     if (r->gen != c->rx.gen || utls_inorder_seq(s) >= r->seq || s->rbio == NULL)
         return 0;
-    if (BIO_ctrl(s->rbio, UTLS_BIO_CTRL_INORDER_END, 0, &end) != 1)
+    if (!utls_bio_inorder_end(c, s->rbio, &end))
         return 0;
     return end >= r->offset + r->wire_len;
 }

@@ -67,6 +67,10 @@ int utls_gen_setup(SSL *s, utls_conn *c);
  * a record whose body is still incomplete, returns 1 and describes it in
  * |*a| (an anchor for the predictor); 0 otherwise. */
 int utls_inorder_partial_anchor(SSL *s, const utls_conn *c, utls_seqpred_record *a);
+/* utls_ssl_mode: SSL_get_mode(|s|) without its side effects and cost (on
+ * 3.5 every SSL_CTRL_MODE call also hands the mode to the record layer,
+ * about 400 instructions); 0 for an SSL that is not a TLS connection. */
+uint32_t utls_ssl_mode(const SSL *s);
 /* utls_max_send_fragment: ssl_get_max_send_fragment(). */
 size_t utls_max_send_fragment(const SSL *s);
 /* utls_max_pipelines: the SSL's max_pipelines setting. */

@@ -73,6 +73,19 @@ int utls_skip_body_discard(utls_conn *c, BIO *rbio, uint64_t body_off, size_t bo
     return 1;
 }
 
+int utls_bio_inorder_end(const utls_conn *c, BIO *rbio, uint64_t *out_end)
+{
+    const utls_bio_signals *sig = c->rx.sig;
+
+    /* |store| set: the BIO's in-order stream is that store's (not the tap,
+     * whose in-order bytes are the kernel's). */
+    if (c->rx.sig_bio == rbio && sig != NULL && sig->store != NULL && sig->events != NULL) {
+        *out_end = utls_segstore_inorder_end(sig->events);
+        return 1;
+    }
+    return BIO_ctrl(rbio, UTLS_BIO_CTRL_INORDER_END, 0, out_end) == 1;
+}
+
 void utls_note_inorder_anchor(utls_conn *c, uint64_t seq)
 {
     utls_seqpred_record a = {0};
@@ -171,13 +184,11 @@ static int utls_shared_over_limits(const utls_conn *c, const utls_bio_fragment *
         || utls_reasm_num_fragments(c->rx.store) > c->limits.max_fragments;
 }
 
-/* utls_next_fragment takes the read BIO's next fragment event into |*f|:
- * straight from its store when its signals name one, else through
+/* utls_next_fragment takes the next fragment event of |rbio|, the read BIO,
+ * into |*f|: straight from its store when its signals name one, else through
  * BIO_ctrl(). Returns 1 if there was one. */
-static int utls_next_fragment(SSL *s, utls_conn *c, utls_bio_fragment *f)
+static int utls_next_fragment(utls_conn *c, BIO *rbio, utls_bio_fragment *f)
 {
-    BIO *rbio = SSL_get_rbio(s);
-
     if (c->rx.sig_bio == rbio && c->rx.sig != NULL && c->rx.sig->events != NULL)
         return c->rx.sig->pending != 0 && utls_segstore_take_event(c->rx.sig->events, f);
     return BIO_ctrl(rbio, UTLS_BIO_CTRL_NEXT_FRAGMENT, 0, f) == 1;
@@ -190,6 +201,7 @@ void utls_pump(SSL *s, utls_conn *c)
     utls_bio_fragment f;
     int ok;
     utls_reasm_stats before, after;
+    BIO *rbio = SSL_get_rbio(s); /* once: a call with QUIC's tests on 3.5 */
 
     ok = utls_gen_setup(s, c) && utls_store_refresh(s, c);
     if (ok && c->rx.rescan_pending) {
@@ -221,7 +233,7 @@ void utls_pump(SSL *s, utls_conn *c)
          * for those bytes missing. Records found are stamped with the latest
          * arrival of the batch (never earlier than their last byte came).
          */
-        while (n < UTLS_SCAN_BATCH && utls_next_fragment(s, c, &f)) {
+        while (n < UTLS_SCAN_BATCH && utls_next_fragment(c, rbio, &f)) {
             c->stats.fragments++;
             if (!ok)
                 continue; /* drained: nothing can be delivered early */

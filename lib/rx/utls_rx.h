@@ -182,6 +182,13 @@ void utls_note_inorder_anchor(utls_conn *c, uint64_t seq);
 int utls_skip_body_discard(utls_conn *c, BIO *rbio, uint64_t body_off, size_t body_len,
                            int want_nonce, unsigned char nonce[8], size_t *out_nonce_len);
 
+/* pump.c: where the in-order bytes the read BIO |rbio| can return without
+ * waiting end (UTLS_BIO_CTRL_INORDER_END), in |*out_end|. Straight from the
+ * BIO's store when its signals name one that also builds its in-order stream
+ * (segment and uTCP BIOs: the same answer without a BIO_ctrl() per delivered
+ * record). Returns 1, or 0 when the BIO cannot say. */
+int utls_bio_inorder_end(const utls_conn *c, BIO *rbio, uint64_t *out_end);
+
 /* ready.c: verified records waiting to be read, sorted by (gen, seq). */
 int utls_ready_find(const utls_conn *c, uint32_t gen, uint64_t seq);
 void utls_ready_remove(utls_conn *c, size_t i);

@@ -307,6 +307,7 @@ int UTLS_stream_read(SSL *s, void *buf, size_t len, size_t *out_read,
         uint32_t id = 0;
         uint64_t seq = 0;
         unsigned int flags = 0;
+        int unordered;
         utls_sq_status r;
 
         if (utls_streamq_peek(st->q, &m)) {
@@ -337,9 +338,12 @@ int UTLS_stream_read(SSL *s, void *buf, size_t len, size_t *out_read,
         if (!UTLS_read_record(s, target, SSL3_RT_MAX_PLAIN_LENGTH, &n, &rinfo))
             return 0; /* SSL_get_error() says why */
         record_to_core(&crec, &rinfo);
-        if ((SSL_get_mode(s) & SSL_MODE_UNORDERED) == 0 || !rinfo.out_of_order) {
+        /* utls_ssl_mode(), not SSL_get_mode(): a record's worth of
+         * instructions on 3.5 (lib/glue/utls_glue.h). */
+        unordered = (utls_ssl_mode(s) & SSL_MODE_UNORDERED) != 0;
+        if (!unordered || !rinfo.out_of_order) {
             flags |= UTLS_SQ_IN_ORDER;
-            if ((SSL_get_mode(s) & SSL_MODE_UNORDERED) != 0
+            if (unordered
                 && (r = utls_streamq_check_inorder(st->q, &crec)) != UTLS_SQ_OK)
                 return streams_fail(st, r, &rinfo);
         }

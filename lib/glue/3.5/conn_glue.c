@@ -57,6 +57,13 @@ int UTLS_get_stats(const SSL *s, UTLS_STATS *out_stats)
     return 1;
 }
 
+uint32_t utls_ssl_mode(const SSL *s)
+{
+    const SSL_CONNECTION *sc = UTLS_SC(s);
+
+    return sc != NULL ? sc->mode : 0;
+}
+
 size_t utls_max_pipelines(const SSL *s)
 {
     const SSL_CONNECTION *sc = UTLS_SC(s);

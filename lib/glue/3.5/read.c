@@ -359,10 +359,11 @@ UTLS_HOT int utls_hook35_skip_decrypt(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     return skip_decrypt(rl, rr);
 }
 
-int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
+/* skip_body: utls_hook35_skip_body() once something was delivered ahead,
+ * out of the hook every header passes (|nonce|: a stack canary). */
+static UTLS_NOINLINE int skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
 {
     SSL_CONNECTION *sc = rl->cbarg;
-    SSL *s = SSL_CONNECTION_GET_SSL(sc);
     utls_conn *c = sc->utls;
     uint64_t seq, off, body_off;
     size_t i, wire_len, nonce_len;
@@ -394,13 +395,18 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
         return 0; /* the counter would wrap: the usual path fails as stock does */
     off = c->inorder.next_offset;
     wire_len = SSL3_RT_HEADER_LENGTH + rr->length;
-    i = utls_seqset_lower(&c->rx.ahead, seq);
+    /* The first record delivered ahead is usually this one (take_ahead). */
+    i = c->rx.ahead.v[0] == seq ? 0 : utls_seqset_lower(&c->rx.ahead, seq);
+    /* The read BIO's own store from its signals, not utls_store_refresh():
+     * another BIO's would fail the epoch test anyway (utls_forget_bio). */
     if (i == c->rx.ahead.n || c->rx.ahead.v[i] != seq || c->rx.ahead.off[i] != off
-        || c->rx.ahead.wire_len[i] != wire_len || !utls_store_refresh(s, c)
-        || !c->rx.store_shared || c->rx.sig == NULL || c->rx.sig_bio != rl->bio
+        || c->rx.ahead.wire_len[i] != wire_len || c->rx.sig == NULL
+        || c->rx.sig_bio != rl->bio || c->rx.sig->store == NULL
         || c->rx.ahead.epoch[i] == UTLS_NO_EPOCH
         || c->rx.ahead.epoch[i] != c->rx.sig->store_epoch)
         return 0;
+    c->rx.store = c->rx.sig->store; /* as utls_store_refresh() */
+    c->rx.store_shared = 1;
     /*
      * One store, the same epoch (lib/glue/inorder.c, utls_hook_skip_body):
      * the BIO's in-order bytes at |off| are the very bytes authenticated as
@@ -435,6 +441,16 @@ int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
     c->stats.decryptions_saved++;
     c->stats.bodies_skipped++;
     return 1;
+}
+
+UTLS_HOT int utls_hook35_skip_body(OSSL_RECORD_LAYER *rl, TLS_RL_RECORD *rr)
+{
+    const utls_conn *c = ((SSL_CONNECTION *)rl->cbarg)->utls;
+
+    /* Nothing delivered ahead (every record in order): nothing to skip. */
+    if (c == NULL || c->rx.ahead.n == 0)
+        return 0;
+    return skip_body(rl, rr);
 }
 
 int utls_hook35_deliver_inorder(SSL_CONNECTION *sc, TLS_RECORD *rr, size_t len)
@@ -493,7 +509,7 @@ static int inorder_goes_first(SSL *s, SSL_CONNECTION *sc, const utls_conn *c,
      * 3.0's record layer read on by itself. */
     if (r->gen != c->rx.gen || utls_inorder_seq(s) > r->seq || sc->rbio == NULL)
         return 0;
-    if (BIO_ctrl(sc->rbio, UTLS_BIO_CTRL_INORDER_END, 0, &end) != 1)
+    if (!utls_bio_inorder_end(c, sc->rbio, &end))
         return 0;
     return end >= r->offset + r->wire_len;
 }
@@ -506,8 +522,9 @@ int utls_hook_read_bytes(SSL *s, unsigned char *buf, size_t len, int peek, size_
     utls_ready_record *r;
     int ret;
 
-    if (sc == NULL || SSL_in_init(s) || (sc->shutdown & SSL_RECEIVED_SHUTDOWN)
-        || ossl_statem_in_error(sc))
+    /* SSL_in_init(), ossl_statem_in_error() read in place: two calls saved */
+    if (sc == NULL || sc->statem.in_init || (sc->shutdown & SSL_RECEIVED_SHUTDOWN)
+        || sc->statem.state == MSG_FLOW_ERROR)
         return UTLS_HOOK_PASS;
     if ((c = sc->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return UTLS_HOOK_PASS;
@@ -718,18 +735,25 @@ void utls_hook35_read_key_changed(SSL_CONNECTION *sc, int level)
  * this; the answer then costs no pass through ssl3_read_bytes(), the record
  * layer and BIO_read(). Anything else returns 0: the full read decides.
  */
-static int read_cannot_progress(SSL *s, SSL_CONNECTION *sc, const utls_conn *c)
+static int read_cannot_progress(SSL_CONNECTION *sc, const utls_conn *c)
 {
     const OSSL_RECORD_LAYER *rl = rl35(sc);
 
-    return rl != NULL && sc->rlayer.curr_rec >= sc->rlayer.num_recs
-        && rl->curr_rec >= rl->num_recs && sc->rlayer.rrlnext == NULL
-        && (sc->mode & (SSL_MODE_UNORDERED | SSL_MODE_ASYNC)) == SSL_MODE_UNORDERED
+    /* First what fails when a record can be read (a fragment pending, bytes
+     * in order). rl->prev, not rrlnext (on 3.5 an empty BIO for the next
+     * record layer, never NULL): what a previous record layer left, until
+     * read dry. The full read frees buffers with SSL_MODE_RELEASE_BUFFERS. */
+    return c->rx.sig != NULL && sc->rbio != NULL && c->rx.sig_bio == sc->rbio
+        && c->rx.sig->pending == 0 && c->rx.sig->read_is_push_only
+        && utls_segstore_read_would_block(c->rx.sig->events) && rl != NULL
+        && sc->rlayer.curr_rec >= sc->rlayer.num_recs
+        && rl->curr_rec >= rl->num_recs && rl->prev == NULL
+        && (sc->mode & (SSL_MODE_UNORDERED | SSL_MODE_ASYNC | SSL_MODE_RELEASE_BUFFERS))
+            == SSL_MODE_UNORDERED
         && c->rx.post_handshake && c->rx.ready.num == 0 && !c->rx.ready.partial_active
-        && !c->rx.rescan_pending && c->rx.sig != NULL && sc->rbio != NULL
-        && c->rx.sig_bio == sc->rbio && rl->bio == sc->rbio && c->rx.sig->read_is_push_only
-        && c->rx.sig->pending == 0 && utls_segstore_read_would_block(c->rx.sig->events)
-        && sc->handshake_func != NULL && !SSL_in_init(s) && !ossl_statem_in_error(sc)
+        && !c->rx.rescan_pending && rl->bio == sc->rbio
+        && sc->handshake_func != NULL && !sc->statem.in_init
+        && sc->statem.state != MSG_FLOW_ERROR /* SSL_in_init(), ossl_statem_in_error() */
         && (sc->shutdown & SSL_RECEIVED_SHUTDOWN) == 0
         && sc->early_data_state == SSL_EARLY_DATA_NONE && !sc->s3.renegotiate
         && in_order_bytes_buffered(sc) == 0;
@@ -747,7 +771,7 @@ int UTLS_read_record(SSL *s, void *buf, size_t len, size_t *out_read,
     if ((c = sc->utls) == NULL && (c = utls_conn_get(s)) == NULL)
         return 0;
     c->last_info_valid = 0;
-    if (read_cannot_progress(s, sc, c)) {
+    if (read_cannot_progress(sc, c)) {
         /* What the failed read would leave: the BIO's retry flag, SSL_READING
          * (SSL_get_error() reports SSL_ERROR_WANT_READ), errno cleared. */
         errno = 0;
