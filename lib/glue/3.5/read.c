@@ -494,20 +494,18 @@ static void evloop_note_read(SSL_CONNECTION *sc, utls_conn *c, int delivered_ear
  * inorder_goes_first: among records deliverable now, the lowest sequence
  * number goes first. When a retransmission has filled the hole before ready
  * record |r| (the read BIO can return every byte up to the end of |r| without
- * waiting), the in-order path holds records numbered below |r| that are
- * deliverable too: it reads them first (skipping those delivered ahead) and
- * reaches |r| in order. Returns 1 if the in-order path should read now.
+ * waiting), the in-order path reads the records below |r| first (skipping
+ * those delivered ahead) and reaches |r| in order; also when |r| is next (a
+ * skipped record brings ssl3_read_bytes() back here, where 3.0 read on), and
+ * when |r| is of a later key (no ERN): the in-order path reads the KeyUpdate.
  */
 static int inorder_goes_first(SSL *s, SSL_CONNECTION *sc, const utls_conn *c,
                               const utls_ready_record *r)
 {
     uint64_t end = 0;
 
-    /* Also when |r| is itself the next record in order (not only a record
-     * below it): on this base a record skipped in order (delivered ahead)
-     * brings ssl3_read_bytes() back to this hook before it reads on, where
-     * 3.0's record layer read on by itself. */
-    if (r->gen != c->rx.gen || utls_inorder_seq(s) > r->seq || sc->rbio == NULL)
+    if (r->gen < c->rx.gen || sc->rbio == NULL || (r->gen > c->rx.gen && c->ern.rx)
+        || (r->gen == c->rx.gen && utls_inorder_seq(s) > r->seq))
         return 0;
     if (!utls_bio_inorder_end(c, sc->rbio, &end))
         return 0;
