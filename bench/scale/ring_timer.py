@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""What a packet ring costs an unrelated bulk TCP flow on the same host.
+
+Usage: ring_timer.py [--runs 6] [--mb 2048] [--variants v3-1,v3-100,v2,filter]
+
+In a network namespace of its own (unshare -n, loopback only), each run
+times the CPU (user + sys of both ends) of an MB-MiB TCP transfer over
+loopback twice: once beside an AF_PACKET socket of the given variant, with
+no reader, and once beside nothing. The two alternate, run after run, so
+that drift falls on both. Variants:
+
+  v3-T    a TPACKET_V3 ring of the tap's geometry (64 blocks of 256 KiB)
+          whose block retire timer is T ms (the tap uses 1: lib/bio/tap_local.h)
+  v2      a TPACKET_V2 ring of 2 KiB frames, the same 16 MiB (no timer)
+  filter  a plain packet socket with a reject-all filter (no ring)
+
+Every socket sees every interface (ETH_P_ALL) and rejects every packet in
+its filter, as the tap's filters reject the flow's packets. Prints one JSON
+object: per variant, the CPU of each run with and without the socket and
+the ratio of the medians. Needs root (exit 77 without). docs/tap.md, COST,
+gives what it measured.
+"""
+import argparse
+import ctypes
+import json
+import mmap
+import os
+import resource
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import time
+
+ETH_P_ALL = 3
+SOL_PACKET = 263
+PACKET_RX_RING = 5
+PACKET_VERSION = 10
+PACKET_IGNORE_OUTGOING = 23
+SO_ATTACH_FILTER = 26
+TPACKET_V2, TPACKET_V3 = 1, 2
+BLOCK, BLOCKS, FRAME = 1 << 18, 64, 1 << 11
+
+SINK = r"""
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept(); n = 0
+buf = bytearray(1 << 20)
+while True:
+    k = c.recv_into(buf)
+    if not k: break
+    n += k
+print(n)
+"""
+SEND = r"""
+import socket, sys
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+buf = b"x" * (1 << 20)
+for _ in range(int(sys.argv[2])): c.sendall(buf)
+c.close()
+"""
+
+
+def open_socket(variant):
+    """The packet socket of |variant|, bound to every interface; returns
+    what must stay alive while it is measured."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
+    reject = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0))  # ret #0
+    s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER,
+                 struct.pack("HL", 1, ctypes.addressof(reject)))
+    keep = [s, reject]
+    if variant == "filter":
+        return keep
+    s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+    if variant == "v2":
+        s.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+        s.setsockopt(SOL_PACKET, PACKET_RX_RING,
+                     struct.pack("IIII", BLOCK, BLOCKS, FRAME, BLOCK // FRAME * BLOCKS))
+    elif variant.startswith("v3-"):
+        s.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V3)
+        s.setsockopt(SOL_PACKET, PACKET_RX_RING,
+                     struct.pack("IIIIIII", BLOCK, BLOCKS, FRAME, BLOCK // FRAME * BLOCKS,
+                                 int(variant[3:]), 0, 0))
+    else:
+        raise SystemExit("unknown variant %r" % variant)
+    keep.append(mmap.mmap(s.fileno(), BLOCK * BLOCKS))
+    return keep
+
+
+def bulk_cpu_ms(mb, port):
+    """CPU (ms) of both ends of an |mb|-MiB transfer over loopback."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sink = subprocess.Popen([sys.executable, "-c", SINK, str(port)], stdout=subprocess.PIPE,
+                            text=True)
+    sink.stdout.readline()
+    subprocess.run([sys.executable, "-c", SEND, str(port), str(mb)], check=True)
+    got = int(sink.communicate(timeout=300)[0].strip() or 0)
+    if got != mb << 20:
+        raise RuntimeError("bulk flow: %d of %d bytes" % (got, mb << 20))
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ((r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)) * 1000.0
+
+
+def inside(a):
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    out, port = {}, 7000
+    for v in a.variants.split(","):
+        runs = {"with": [], "without": []}
+        for i in range(a.runs):
+            for side in (("with", "without") if i % 2 == 0 else ("without", "with")):
+                keep = open_socket(v) if side == "with" else None
+                time.sleep(0.2)
+                runs[side].append(round(bulk_cpu_ms(a.mb, port)))
+                port += 1
+                del keep
+            print("ring_timer: %s run %d of %d: %d ms with, %d without"
+                  % (v, i + 1, a.runs, runs["with"][-1], runs["without"][-1]),
+                  file=sys.stderr, flush=True)
+        out[v] = dict(runs, ratio=statistics.median(runs["with"])
+                      / statistics.median(runs["without"]))
+    print(json.dumps({"bench": "ring_timer", "mb": a.mb, "variants": out}, indent=1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=6)
+    ap.add_argument("--mb", type=int, default=2048)
+    ap.add_argument("--variants", default="v3-1,v3-100,v2,filter")
+    ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.inside:
+        return inside(a)
+    if os.geteuid() != 0:
+        print("SKIP: ring_timer needs root (a network namespace, AF_PACKET)")
+        return 77
+    return subprocess.run(["unshare", "-n", sys.executable, os.path.abspath(__file__), "--inside",
+                           "--runs", str(a.runs), "--mb", str(a.mb), "--variants",
+                           a.variants]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
