@@ -224,6 +224,11 @@ struct tap_ctx_st {
     /* The local kernel's in-order point (SIOCINQ past sock_read_off) when
      * the ring was last drained, and what validation knows (tap_validate.h). */
     uint64_t confirmed;
+    /* Segments on their way into the socket (UTLS_TAP_INFLIGHT_GRACE_NS),
+     * in the order taken; |fl_end|: where the last of them ends. */
+    tap_pkt *fl_head, *fl_tail;
+    size_t fl_bytes;
+    uint64_t fl_end;
     utls_tap_validator val;
     utls_tap_kernel_query query;
 };
@@ -242,10 +247,21 @@ static void tap_unlock(tap_ctx *t)
 
 static int tap_type = -1;
 
+static void pkt_list_free(tap_pkt *p)
+{
+    tap_pkt *n;
+
+    for (; p != NULL; p = n) {
+        n = p->next;
+        OPENSSL_free(p);
+    }
+}
+
 static void tap_ctx_free(tap_ctx *t)
 {
     if (t == NULL)
         return;
+    pkt_list_free(t->fl_head);
     utls_tap_hub_detach(t->att, t->gen);
     utls_segstore_free(t->cap);
     CRYPTO_THREAD_lock_free(t->lock);
@@ -265,10 +281,13 @@ static void tap_confirm(tap_ctx *t)
     utls_tap_validator_drain(&t->val);
 }
 
-static void tap_process(tap_ctx *t, const tap_pkt *p)
+/* tap_accept computes the stream offset of |p| (p->off) and validates it:
+ * 1 if it goes on towards the store, 0 if it is dropped (what the kernel
+ * would drop, or a segment behind the read point that only teaches the
+ * validator). */
+static int tap_accept(tap_ctx *t, tap_pkt *p)
 {
-    uint64_t end, off;
-    size_t nev;
+    uint64_t end;
     int32_t d;
 
     t->stats.packets++;
@@ -276,21 +295,26 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
     end = utls_segstore_inorder_end(t->cap);
     d = (int32_t)((p->seq - t->stream_seq0) - (uint32_t)end);
     if (d < 0 && (uint64_t)(-(int64_t)d) > end)
-        return;
-    off = end + (int64_t)d;
+        return 0;
+    p->off = end + (int64_t)d;
     /* What the kernel would drop does not enter the store (tap_validate.h):
      * the hub read the checksum and headers (p->hdr) from the raw packet;
      * the window, ACK and PAWS checks need this connection's state. */
-    if (utls_tap_validate_hdr(&t->val, &p->hdr, p->len, off, t->confirmed, &t->query)
-        != UTLS_TAP_SEG_OK
-        || p->behind)
-        return; /* a behind segment only teaches the validator */
+    return utls_tap_validate_hdr(&t->val, &p->hdr, p->len, p->off, t->confirmed, &t->query)
+               == UTLS_TAP_SEG_OK
+           && !p->behind;
+}
+
+static void tap_push(tap_ctx *t, const tap_pkt *p)
+{
+    size_t nev;
+
     t->stats.payload_bytes += p->len;
     if (p->arrival_ns > t->stats.last_byte_ns)
         t->stats.last_byte_ns = p->arrival_ns;
     ERR_set_mark();
     nev = utls_segstore_num_events(t->cap);
-    if (!utls_segstore_push(t->cap, off, p->data, p->len, p->arrival_ns))
+    if (!utls_segstore_push(t->cap, p->off, p->data, p->len, p->arrival_ns))
         ERR_pop_to_mark(); /* outside the window: like TCP, ignore it */
     else
         ERR_clear_last_mark();
@@ -298,21 +322,64 @@ static void tap_process(tap_ctx *t, const tap_pkt *p)
         t->token++;
 }
 
+/* tap_in_flight: is |p| on its way into the socket? It starts at or before
+ * the kernel's in-order point, or right after a segment that is, and the
+ * hub took it less than the grace ago (tap_local.h). */
+static int tap_in_flight(const tap_ctx *t, const tap_pkt *p, uint64_t now)
+{
+    uint64_t edge = t->fl_head != NULL && t->fl_end > t->confirmed ? t->fl_end : t->confirmed;
+
+    return p->off <= edge && now - p->seen_ns < UTLS_TAP_INFLIGHT_GRACE_NS;
+}
+
+/* tap_settle looks again at the segments held in flight: one the kernel
+ * has queued since goes (its bytes come from the socket); one the kernel
+ * did not queue within the grace, or past the bound, enters the store. */
+static void tap_settle(tap_ctx *t, uint64_t now)
+{
+    tap_pkt **pp = &t->fl_head, *p;
+
+    t->fl_tail = NULL;
+    t->fl_end = 0;
+    while ((p = *pp) != NULL) {
+        int done = p->off + p->len <= t->confirmed;
+
+        if (!done && (now - p->seen_ns >= UTLS_TAP_INFLIGHT_GRACE_NS
+                      || t->fl_bytes > UTLS_TAP_INFLIGHT_MAX_BYTES)) {
+            tap_push(t, p);
+            done = 1;
+        }
+        if (done) {
+            *pp = p->next;
+            t->fl_bytes -= p->len;
+            OPENSSL_free(p);
+            continue;
+        }
+        if (p->off + p->len > t->fl_end)
+            t->fl_end = p->off + p->len;
+        t->fl_tail = p;
+        pp = &p->next;
+    }
+}
+
 /* tap_drain moves what the hub holds for this connection into its store:
  * one ioctl (tap_confirm) when a segment reaches past what the socket has
- * returned, after the take so that the kernel's in-order point is at least
- * as new as every segment taken. Segments the hub found behind the read
- * point need no ioctl: the bytes read are in order by definition. */
+ * returned or segments are held in flight, after the take so that the
+ * kernel's in-order point is at least as new as every segment taken.
+ * Segments the hub found behind the read point need no ioctl: the bytes read
+ * are in order by definition. */
 static void tap_drain(tap_ctx *t)
 {
     tap_pkt *p, *n;
-    int ahead = 0;
+    int ahead = t->fl_head != NULL;
+    uint64_t now = 0;
 
     p = utls_tap_hub_take(t->att, t->gen);
     for (n = p; n != NULL && !ahead; n = n->next)
         ahead = !n->behind;
     if (ahead) {
         tap_confirm(t);
+        now = utls_now_ns();
     } else if (p != NULL) {
         if (t->sock_read_off > t->confirmed)
             t->confirmed = t->sock_read_off;
@@ -320,9 +387,39 @@ static void tap_drain(tap_ctx *t)
     }
     for (; p != NULL; p = n) {
         n = p->next;
-        tap_process(t, p);
+        if (tap_accept(t, p) && p->off + p->len > t->confirmed) {
+            if (!tap_in_flight(t, p, now)) {
+                tap_push(t, p);
+            } else {
+                p->next = NULL;
+                if (t->fl_tail != NULL)
+                    t->fl_tail->next = p;
+                else
+                    t->fl_head = p;
+                t->fl_tail = p;
+                t->fl_bytes += p->len;
+                if (p->off + p->len > t->fl_end)
+                    t->fl_end = p->off + p->len;
+                continue;
+            }
+        }
         OPENSSL_free(p);
     }
+    if (t->fl_head != NULL)
+        tap_settle(t, now);
+}
+
+/* tap_flight_wait_ms: how long a blocking read may wait before a segment
+ * held in flight must be looked at again; -1 when none is held. */
+static int tap_flight_wait_ms(const tap_ctx *t)
+{
+    uint64_t now, due;
+
+    if (t->fl_head == NULL)
+        return -1;
+    now = utls_now_ns();
+    due = t->fl_head->seen_ns + UTLS_TAP_INFLIGHT_GRACE_NS;
+    return due <= now ? 0 : (int)((due - now + 999999u) / 1000000u);
 }
 
 /*
@@ -439,7 +536,7 @@ static int tap_read(BIO *b, char *out, int outl)
             for (;;) {
                 struct pollfd p[2] = {{.fd = t->sock, .events = POLLIN},
                                       {.fd = utls_tap_hub_fd(), .events = POLLIN}};
-                int wait_ms = -1, n, timed = 0;
+                int wait_ms = -1, n, timed = 0, fw;
                 size_t nev;
 
                 tap_lock_w(t);
@@ -463,6 +560,11 @@ static int tap_read(BIO *b, char *out, int outl)
                 if (utls_tap_hub_num_attached() > 1
                     && (wait_ms < 0 || wait_ms > TAP_SHARED_WAIT_MS))
                     wait_ms = TAP_SHARED_WAIT_MS;
+                tap_lock_w(t);
+                fw = tap_flight_wait_ms(t);
+                tap_unlock(t);
+                if (fw >= 0 && (wait_ms < 0 || wait_ms > fw))
+                    wait_ms = fw; /* a segment held in flight is due */
                 n = utls_tap_poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
                 if (n < 0) {
                     if (errno == EINTR)

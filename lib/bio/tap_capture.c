@@ -1,6 +1,6 @@
 /*
  * The tap's capture sockets: the data socket (an AF_PACKET socket with a
- * TPACKET_V3 ring that sees incoming segments to the tapped local ports), the
+ * TPACKET_V2 ring that sees incoming segments to the tapped local ports), the
  * control socket (a plain AF_PACKET socket that sees the handshakes and
  * teardowns the local kernel sends), their classic BPF filters, and the
  * bounds-checked parser of what they capture. Everything captured is
@@ -448,9 +448,10 @@ int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring)
 {
     static const uint16_t none[1] = {0};
     tap_ports nothing = {none, 0, none, 0, none, 0, 0};
-    struct tpacket_req3 req;
+    struct tpacket_req req;
     void *ring = MAP_FAILED;
-    int dfd = -1, cfd = -1, one = 1, v = TPACKET_V3, rcvbuf = UTLS_TAP_CTL_RCVBUF;
+    int dfd = -1, cfd = -1, one = 1, v = TPACKET_V2, rcvbuf = UTLS_TAP_CTL_RCVBUF,
+        copybuf = UTLS_TAP_COPY_RCVBUF;
 
     if ((dfd = open_packet_socket()) < 0 || (cfd = open_packet_socket()) < 0)
         goto err;
@@ -461,13 +462,18 @@ int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring)
     (void)setsockopt(dfd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
     (void)setsockopt(cfd, SOL_PACKET, PACKET_AUXDATA, &one, sizeof(one));
     (void)setsockopt(cfd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    /* A segment larger than a frame: its whole copy on the data socket. The
+     * buffer past net.core.rmem_max needs CAP_NET_ADMIN; without it the
+     * kernel's limit stands (fewer large segments in flight at once). */
+    if (setsockopt(dfd, SOL_SOCKET, SO_RCVBUFFORCE, &copybuf, sizeof(copybuf)) != 0)
+        (void)setsockopt(dfd, SOL_SOCKET, SO_RCVBUF, &copybuf, sizeof(copybuf));
     memset(&req, 0, sizeof(req));
     req.tp_block_size = UTLS_TAP_BLOCK_SIZE;
     req.tp_block_nr = UTLS_TAP_BLOCK_NR;
     req.tp_frame_size = UTLS_TAP_FRAME_SIZE;
-    req.tp_frame_nr = (UTLS_TAP_BLOCK_SIZE / UTLS_TAP_FRAME_SIZE) * UTLS_TAP_BLOCK_NR;
-    req.tp_retire_blk_tov = UTLS_TAP_BLOCK_TIMEOUT_MS;
+    req.tp_frame_nr = UTLS_TAP_FRAME_NR;
     if (setsockopt(dfd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)) != 0
+        || setsockopt(dfd, SOL_PACKET, PACKET_COPY_THRESH, &one, sizeof(one)) != 0
         || setsockopt(dfd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)) != 0)
         goto syscall_err;
     ring = mmap(NULL, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR, PROT_READ | PROT_WRITE,

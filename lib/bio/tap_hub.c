@@ -5,8 +5,8 @@
  *
  * One process holds one capture whatever the number of tapped connections:
  *
- *  - the data socket, an AF_PACKET socket with one TPACKET_V3 ring
- *    (UTLS_TAP_BLOCK_NR x UTLS_TAP_BLOCK_SIZE = 16 MiB), whose classic BPF
+ *  - the data socket, an AF_PACKET socket with one TPACKET_V2 ring
+ *    (UTLS_TAP_FRAME_NR frames of UTLS_TAP_FRAME_SIZE = 16 MiB), whose classic BPF
  *    filter accepts incoming TCP segments to the tapped local ports: the
  *    listeners' ports, and the local ports of connections tapped one by one.
  *    A packet costs the filter a binary search over those ports, never a
@@ -103,7 +103,8 @@ static struct {
     int open;
     int dfd, cfd;
     unsigned char *ring;
-    unsigned int cur_block;
+    unsigned int cur_frame;
+    unsigned char *copy;      /* a whole copy of a segment larger than a frame */
     int watch;
     uint64_t gen;             /* changes when a child of fork() starts afresh */
     uint64_t seed[2];
@@ -445,18 +446,19 @@ static void ctl_drain_locked(void)
     }
 }
 
-static void ring_process(const struct tpacket3_hdr *h)
+/* ring_process hands the captured segment |p| (|len| bytes from its network
+ * header; |status| the ring's status word; |arrival_ns| the ring's
+ * timestamp, CLOCK_MONOTONIC) to its connection's inbox. */
+static void ring_process(const unsigned char *p, size_t len, unsigned int status,
+                         uint64_t arrival_ns, uint64_t seen_ns)
 {
-    const unsigned char *p = (const unsigned char *)h + h->tp_net;
     tap_segment seg;
     tap_flow *f;
     tap_pkt *pkt;
     int behind = 0;
     size_t cost;
 
-    hub.st.packets++;
-    if (h->tp_snaplen < h->tp_net - h->tp_mac
-        || !utls_tap_parse_segment(p, h->tp_snaplen - (h->tp_net - h->tp_mac), 0, 0, &seg)) {
+    if (!utls_tap_parse_segment(p, len, 0, 0, &seg)) {
         hub.st.malformed++;
         return;
     }
@@ -469,8 +471,10 @@ static void ring_process(const struct tpacket3_hdr *h)
     /* Wholly before the connection's socket read point (less than 1 GiB
      * back): the kernel has delivered these bytes in order, the store would
      * ignore them, and only the validator's timestamp and counts want the
-     * headers. Most segments of a connection with no hole are so by the
-     * time a block is handed over: no payload copy, no wake-up. */
+     * headers: no payload copy, no wake-up. A segment of a connection with
+     * no hole is so when its reader drains the ring after reading the
+     * socket (a busy connection); the tap BIO holds the others aside until
+     * the kernel has queued them (UTLS_TAP_INFLIGHT_GRACE_NS). */
     if (__atomic_load_n(&f->read_seq_set, __ATOMIC_ACQUIRE)) {
         uint32_t rs = __atomic_load_n(&f->read_seq, __ATOMIC_RELAXED);
 
@@ -490,11 +494,10 @@ static void ring_process(const struct tpacket3_hdr *h)
     /* The checksum and the headers the connection's validator needs are read
      * here: only the ring has the raw packet and its status word (a bad
      * checksum is counted and dropped by the connection, tap_validate.h). */
-    utls_tap_inspect(p, h->tp_snaplen - (h->tp_net - h->tp_mac), h->tp_status, seg.flags,
-                     &pkt->hdr);
+    utls_tap_inspect(p, len, status, seg.flags, &pkt->hdr);
     pkt->len = seg.payload_len;
-    pkt->arrival_ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec
-                      + (uint64_t)hub.real_to_mono_ns;
+    pkt->arrival_ns = arrival_ns;
+    pkt->seen_ns = seen_ns;
     if (!behind)
         memcpy(pkt->data, seg.payload, seg.payload_len);
     if (f->in_tail != NULL)
@@ -514,28 +517,56 @@ static void ring_process(const struct tpacket3_hdr *h)
     }
 }
 
-/* ring_drain_locked processes every block the kernel has handed over. No
- * syscall. */
+/* ring_copy reads back the whole copy of the segment whose frame the kernel
+ * cut off (TP_STATUS_COPY): the copies wait on the data socket in frame
+ * order. Returns its length, or 0 if there is none or it is too large. */
+static size_t ring_copy(void)
+{
+    ssize_t n;
+
+    if (hub.copy == NULL && (hub.copy = OPENSSL_malloc(UTLS_TAP_COPY_MAX)) == NULL)
+        return 0;
+    n = recv(hub.dfd, hub.copy, UTLS_TAP_COPY_MAX, MSG_DONTWAIT | MSG_TRUNC);
+    return n > 0 && (size_t)n <= UTLS_TAP_COPY_MAX ? (size_t)n : 0;
+}
+
+/* ring_drain_locked processes every frame the kernel has handed over: no
+ * syscall, unless a segment was larger than its frame. */
 static void ring_drain_locked(void)
 {
+    uint64_t seen_ns = 0;
+
     for (;;) {
-        struct tpacket_block_desc *b =
-            (void *)(hub.ring + (size_t)hub.cur_block * UTLS_TAP_BLOCK_SIZE);
-        const unsigned char *pkt;
-        uint32_t i, n;
+        struct tpacket2_hdr *h =
+            (void *)(hub.ring + (size_t)hub.cur_frame * UTLS_TAP_FRAME_SIZE);
+        unsigned int status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+        uint64_t arrival_ns;
 
-        if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0)
+        if ((status & TP_STATUS_USER) == 0)
             return;
-        n = b->hdr.bh1.num_pkts;
-        pkt = (const unsigned char *)b + b->hdr.bh1.offset_to_first_pkt;
-        for (i = 0; i < n; i++) {
-            const struct tpacket3_hdr *h = (const void *)pkt;
+        if (seen_ns == 0)
+            seen_ns = utls_now_ns();
+        arrival_ns = (uint64_t)h->tp_sec * 1000000000u + h->tp_nsec
+                     + (uint64_t)hub.real_to_mono_ns;
+        hub.st.packets++;
+        if (h->tp_mac > h->tp_net || h->tp_net > UTLS_TAP_FRAME_SIZE
+            || h->tp_snaplen < h->tp_net - h->tp_mac) {
+            hub.st.malformed++;
+        } else if (h->tp_snaplen - (h->tp_net - h->tp_mac) >= h->tp_len) {
+            ring_process((const unsigned char *)h + h->tp_net, h->tp_len, status, arrival_ns,
+                         seen_ns);
+        } else if ((status & TP_STATUS_COPY) != 0) {
+            size_t n = ring_copy();
 
-            ring_process(h);
-            pkt += h->tp_next_offset;
+            if (n == 0)
+                hub.st.malformed++;
+            else
+                ring_process(hub.copy, n, status, arrival_ns, seen_ns);
+        } else {
+            hub.st.ring_drops++; /* cut off, and no room for its copy */
         }
-        __atomic_store_n(&b->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-        hub.cur_block = (hub.cur_block + 1) % UTLS_TAP_BLOCK_NR;
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        hub.cur_frame = (hub.cur_frame + 1) % UTLS_TAP_FRAME_NR;
     }
 }
 
@@ -567,7 +598,7 @@ static int hub_open_locked(void)
     if (!utls_tap_open_sockets(&hub.dfd, &hub.cfd, &ring))
         return 0;
     hub.ring = ring;
-    hub.cur_block = 0;
+    hub.cur_frame = 0;
     hub.open = 1;
     hub_set_clock();
     if (hub.num_ports > 0 || hub.watch)
@@ -826,7 +857,7 @@ size_t utls_tap_hub_num_attached(void)
 
 uint64_t utls_tap_hub_ring_drops(void)
 {
-    struct tpacket_stats_v3 st;
+    struct tpacket_stats st;
     socklen_t sl = sizeof(st);
 
     pthread_mutex_lock(&hub_mu);
@@ -902,7 +933,7 @@ int UTLS_tap_get_global_stats(UTLS_TAP_GLOBAL_STATS *out_stats, size_t stats_siz
     st.ports = hub.num_ports;
     st.inbox_bytes = hub.inbox_total;
     st.kernel_bytes = hub.open ? (uint64_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR
-                                     + 2u * UTLS_TAP_CTL_RCVBUF
+                                     + 2u * UTLS_TAP_CTL_RCVBUF + 2u * UTLS_TAP_COPY_RCVBUF
                                : 0;
     pthread_mutex_unlock(&hub_mu);
     *out_stats = st;

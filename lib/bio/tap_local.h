@@ -14,13 +14,19 @@
 #include <netinet/in.h>
 
 /*
- * The data ring, one per process whatever the number of connections: 64
- * blocks of 256 KiB, 16 MiB of kernel memory. A block holds at least one
- * 64 KiB GRO packet; the kernel hands a block over when it is full or after
- * UTLS_TAP_BLOCK_TIMEOUT_MS, so the ring covers at least 64 ms of traffic
- * that no reader has drained yet (at 2,000 segments/s of 1,448 bytes, about
- * 1.4 s). When it is full the kernel drops captured copies only (counted in
- * ring_drops): those records come in order.
+ * The data ring, one per process whatever the number of connections: a
+ * TPACKET_V2 ring of 8,192 frames of 2 KiB (64 blocks of 256 KiB, 16 MiB of
+ * kernel memory). The kernel hands each frame over as it fills it: there is
+ * no block and no retire timer (a TPACKET_V3 ring's timer fires every
+ * millisecond for as long as the ring exists, and cost an unrelated bulk flow
+ * on the host about 20% more CPU: bench/scale/ring_timer.py). A frame holds a
+ * segment of up to about 1,990 bytes; a larger one (loopback, GRO, jumbo
+ * frames) is cut off in its frame and its whole copy queued on the data
+ * socket (PACKET_COPY_THRESH, at most UTLS_TAP_COPY_RCVBUF of them), read
+ * back in frame order. The ring covers 8,192 segments that no reader has
+ * drained yet (at 2,000 segments/s, about 4 s). When it is full the kernel
+ * drops captured copies only (counted in ring_drops): those records come in
+ * order.
  */
 #define UTLS_TAP_BLOCK_SIZE (1u << 18)
 
@@ -28,7 +34,32 @@
 
 #define UTLS_TAP_FRAME_SIZE (1u << 11)
 
-#define UTLS_TAP_BLOCK_TIMEOUT_MS 1
+#define UTLS_TAP_FRAME_NR (UTLS_TAP_BLOCK_SIZE / UTLS_TAP_FRAME_SIZE * UTLS_TAP_BLOCK_NR)
+
+/* The data socket's receive buffer for whole copies of segments larger than
+ * a frame (the kernel accounts twice this). Past it the kernel keeps only
+ * the cut-off frame, which the hub counts as a ring drop. */
+#define UTLS_TAP_COPY_RCVBUF (2 << 20)
+
+/* The largest whole copy the hub reads back (a 64 KiB GRO packet and its
+ * headers); a larger one is counted as malformed. */
+#define UTLS_TAP_COPY_MAX (1u << 17)
+
+/*
+ * A captured segment that starts at or before the kernel's in-order point
+ * (or right after another such segment) is on its way into the socket: the
+ * ring sees a packet before the kernel's TCP has queued it, in the same
+ * softirq, and a reader on another CPU can drain it first. Such a segment
+ * is past no hole. The tap holds it aside for at most this long: the
+ * kernel queues it (it is then dropped, as a segment behind the read point
+ * is), or it does not (the kernel rejected it: a forged copy, a full
+ * receive buffer) and it enters the capture store as a segment past a hole.
+ */
+#define UTLS_TAP_INFLIGHT_GRACE_NS 2000000u
+
+/* Bytes a connection holds aside in flight at most; past it the oldest go
+ * to the store at once. */
+#define UTLS_TAP_INFLIGHT_MAX_BYTES ((size_t)1 << 20)
 
 /* What the control socket keeps of a packet: IPv4 (60) or IPv6 (40) header
  * plus a TCP header with options (60). Handshake and teardown segments only;
@@ -164,7 +195,9 @@ typedef struct tap_pkt_st {
     struct tap_pkt_st *next;
     uint32_t seq;
     utls_tap_hdr hdr; /* for the connection's validator (tap_validate.h) */
-    uint64_t arrival_ns; /* CLOCK_MONOTONIC */
+    uint64_t arrival_ns; /* CLOCK_MONOTONIC, from the ring's timestamp */
+    uint64_t seen_ns;    /* CLOCK_MONOTONIC, when the hub drained it */
+    uint64_t off;        /* its stream offset (the tap BIO's) */
     size_t len;
     /* Every byte was behind the connection's socket read point when the hub
      * took it (the kernel had delivered them in order): |data| is not kept,
