@@ -9,9 +9,10 @@ loopback twice: once beside an AF_PACKET socket of the given variant, with
 no reader, and once beside nothing. The two alternate, run after run, so
 that drift falls on both. Variants:
 
-  v3-T    a TPACKET_V3 ring of the tap's geometry (64 blocks of 256 KiB)
-          whose block retire timer is T ms (the tap uses 1: lib/bio/tap_local.h)
-  v2      a TPACKET_V2 ring of 2 KiB frames, the same 16 MiB (no timer)
+  v3-T    a TPACKET_V3 ring of 64 blocks of 256 KiB whose block retire
+          timer is T ms (the tap's ring until it moved to V2 used 1)
+  v2      a TPACKET_V2 ring of 2 KiB frames, the same 16 MiB, no timer:
+          the tap's ring (lib/bio/tap_local.h)
   filter  a plain packet socket with a reject-all filter (no ring)
 
 Every socket sees every interface (ETH_P_ALL) and rejects every packet in
@@ -25,13 +26,15 @@ import ctypes
 import json
 import mmap
 import os
-import resource
 import socket
 import statistics
 import struct
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bulkflow  # noqa: E402
 
 ETH_P_ALL = 3
 SOL_PACKET = 263
@@ -41,27 +44,6 @@ PACKET_IGNORE_OUTGOING = 23
 SO_ATTACH_FILTER = 26
 TPACKET_V2, TPACKET_V3 = 1, 2
 BLOCK, BLOCKS, FRAME = 1 << 18, 64, 1 << 11
-
-SINK = r"""
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
-print("ready", flush=True)
-c, _ = s.accept(); n = 0
-buf = bytearray(1 << 20)
-while True:
-    k = c.recv_into(buf)
-    if not k: break
-    n += k
-print(n)
-"""
-SEND = r"""
-import socket, sys
-c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-buf = b"x" * (1 << 20)
-for _ in range(int(sys.argv[2])): c.sendall(buf)
-c.close()
-"""
 
 
 def open_socket(variant):
@@ -90,20 +72,6 @@ def open_socket(variant):
     return keep
 
 
-def bulk_cpu_ms(mb, port):
-    """CPU (ms) of both ends of an |mb|-MiB transfer over loopback."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    sink = subprocess.Popen([sys.executable, "-c", SINK, str(port)], stdout=subprocess.PIPE,
-                            text=True)
-    sink.stdout.readline()
-    subprocess.run([sys.executable, "-c", SEND, str(port), str(mb)], check=True)
-    got = int(sink.communicate(timeout=300)[0].strip() or 0)
-    if got != mb << 20:
-        raise RuntimeError("bulk flow: %d of %d bytes" % (got, mb << 20))
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ((r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)) * 1000.0
-
-
 def inside(a):
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     out, port = {}, 7000
@@ -113,7 +81,7 @@ def inside(a):
             for side in (("with", "without") if i % 2 == 0 else ("without", "with")):
                 keep = open_socket(v) if side == "with" else None
                 time.sleep(0.2)
-                runs[side].append(round(bulk_cpu_ms(a.mb, port)))
+                runs[side].append(round(bulkflow.cpu_ms(a.mb, port)[0]))
                 port += 1
                 del keep
             print("ring_timer: %s run %d of %d: %d ms with, %d without"

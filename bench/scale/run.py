@@ -42,7 +42,6 @@ Writes DIR/scale.json and prints progress. Needs root (exit 77 without).
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -52,6 +51,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "latency"))
 import capture  # noqa: E402
 import oracle as oracle_mod  # noqa: E402
+import bulkflow  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -59,62 +59,12 @@ TB = os.path.join(ROOT, "tools", "testbed", "testbed")
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 PORT = 4433
 
-BULK_SINK = r"""
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
-open(sys.argv[2], "w").close()
-c, _ = s.accept(); n = 0
-buf = bytearray(1 << 20)  # one buffer: no allocation per receive
-while True:
-    k = c.recv_into(buf)
-    if not k: break
-    n += k
-print(n)
-"""
-BULK_SEND = r"""
-import socket, sys
-c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-buf = b"x" * (1 << 20)
-for _ in range(int(sys.argv[2])): c.sendall(buf)
-c.close()
-"""
-
-
 def log(msg):
     print("bench/scale: " + msg, flush=True)
 
 
 def tb(prefix, *args, check=True, **kw):
     return subprocess.run([TB, "--prefix", prefix] + list(args), check=check, **kw)
-
-
-def children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (r.ru_utime + r.ru_stime) * 1000.0
-
-
-def bulk_cpu_ms(prefix, work, mb, port):
-    """CPU (ms, user + sys of both ends) of an MB-MiB TCP transfer over the
-    receiver namespace's loopback."""
-    ready = os.path.join(work, "bulk.ready.%d" % port)
-    if os.path.exists(ready):
-        os.unlink(ready)
-    before = children_cpu()
-    sink = subprocess.Popen([TB, "--prefix", prefix, "exec", "receiver", "--", PY, "-c", BULK_SINK,
-                             str(port), ready], stdout=subprocess.PIPE, text=True)
-    for _ in range(200):
-        if os.path.exists(ready):
-            break
-        time.sleep(0.02)
-    t0 = time.monotonic()
-    tb(prefix, "exec", "receiver", "--", PY, "-c", BULK_SEND, str(port), str(mb))
-    out, _ = sink.communicate(timeout=120)
-    wall = time.monotonic() - t0
-    got = int(out.strip() or 0)
-    if got != mb << 20:
-        raise RuntimeError("bulk flow: %d of %d bytes" % (got, mb << 20))
-    return children_cpu() - before, wall
 
 
 def start_capture(prefix, pcap):
@@ -186,7 +136,7 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
             time.sleep(1.0)  # the connections idle
             runs = []
             for i in range(a.bulk_runs):
-                cpu, wall = bulk_cpu_ms(prefix, work, a.bulk_mb, 5001 + i)
+                cpu, wall = bulkflow.cpu_ms(a.bulk_mb, 5001 + i, wrap=[TB, "--prefix", prefix, "exec", "receiver", "--"], python=PY)
                 runs.append(cpu)
                 log("  bulk flow beside %d idle %s connections: %.0f ms CPU (%.2f s)"
                     % (n, side, cpu, wall))

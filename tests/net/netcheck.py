@@ -6,7 +6,8 @@ finish() exits 1 if any check failed (0 otherwise), receiver_log() splits a
 utls-stream / utls-substreams receiver log, count_really_early() tells
 whether records marked out of order really overtook an earlier one, and
 check_delivered_once() / check_out_of_order() are the delivery checks of a
-utls-stream receiver's log; load_json() reads a helper's JSON result.
+utls-stream receiver's log, check_tap_stream() all the checks of a stream
+read through the tap; load_json() reads a helper's JSON result.
 """
 import json
 import os
@@ -89,3 +90,28 @@ def check_out_of_order(items, noun):
     early = count_really_early(items)
     check(early == ooo, "each out-of-order %s came before an earlier one (%d)" % (noun, early))
     return ooo
+
+
+def check_tap_stream(path, count, min_packets=1, bytes_per_ooo=0):
+    """The checks of a utls-stream receiver that read |count| records through
+    the tap (its log at |path|), then finish(): the fork ran; every record
+    delivered once and intact; some out of order, each really early, as many
+    as UTLS_STATS counted; no fallback; the tap took at least |min_packets|
+    segments and, with |bytes_per_ooo|, that many payload bytes per
+    out-of-order record (whole segments, not cut-off frames); no ring drops."""
+    start, end, recs = fork_receiver_log(path)
+    check_delivered_once(recs, end, count, "record")
+    ooo = check_out_of_order(recs, "record")
+    u = end.get("utls", {})
+    check(u.get("fallback", "").startswith("none"), "no fallback (%s)" % u.get("fallback"))
+    check(u.get("records_out_of_order") == ooo,
+          "UTLS_STATS agrees (%s)" % u.get("records_out_of_order"))
+    t = end.get("tap", {})
+    pk, pb = t.get("packets", 0), t.get("payload_bytes", 0)
+    check(pk >= min_packets, "the tap captured the stream (%s packets, %s payload bytes)"
+          % (pk, pb))
+    if bytes_per_ooo:
+        check(pb >= ooo * bytes_per_ooo,
+              "payload bytes (%d) cover the %d out-of-order records" % (pb, ooo))
+    check(t.get("ring_drops", 1) == 0, "no tap ring drops (%s)" % t.get("ring_drops"))
+    finish()

@@ -14,20 +14,7 @@ set -uo pipefail
 COUNT=500
 net_stream_test "${1:-}" utls-stream "utap$$" net-stream-tap 4433 "--rtt 100 --loss 2 --seed 4242" \
     "--mode utls --count $COUNT --size 1448 --timeout 60" "--interval 10"
-PYTHONPATH="$HERE" "$PY" - "$WORK/recv.jsonl" "$COUNT" <<'PY'
-import sys
-from netcheck import check, check_delivered_once, check_out_of_order, finish, fork_receiver_log
-count = int(sys.argv[2])
-start, end, recs = fork_receiver_log(sys.argv[1])
-check_delivered_once(recs, end, count, "record")
-# Out-of-order records must really be early: delivered before an earlier one.
-ooo = check_out_of_order(recs, "record")
-u = end.get("utls", {})
-check(u.get("fallback", "").startswith("none"), "no fallback (%s)" % u.get("fallback"))
-check(u.get("records_out_of_order") == ooo, "UTLS_STATS agrees (%s)" % u.get("records_out_of_order"))
-t = end.get("tap", {})
-check(t.get("packets", 0) >= count, "the tap captured the stream (%s packets)" % t.get("packets"))
-check(t.get("ring_drops", 1) == 0, "no tap ring drops")
-finish()
-PY
+PYTHONPATH="$HERE" "$PY" -c 'import sys, netcheck
+netcheck.check_tap_stream(sys.argv[1], int(sys.argv[2]), min_packets=int(sys.argv[2]))' \
+    "$WORK/recv.jsonl" "$COUNT"
 net_verdict $?
