@@ -455,7 +455,7 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
     tap_segment seg;
     tap_flow *f;
     tap_pkt *pkt;
-    int behind = 0;
+    int behind = 0, at_read = 0;
     size_t cost;
 
     if (!utls_tap_parse_segment(p, len, 0, 0, &seg)) {
@@ -480,6 +480,11 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
 
         behind = (int32_t)(seg.seq + (uint32_t)seg.payload_len - rs) <= 0
                  && (uint32_t)(rs - seg.seq) < (1u << 30);
+        /* Starts at or before the read point: the next bytes the socket
+         * gives, queued or on their way (the ring sees a packet before the
+         * kernel's TCP queues it). The socket wakes the reader for them;
+         * one the kernel rejects is looked at with the next segment. */
+        at_read = !behind && (uint32_t)(rs - seg.seq) < (1u << 30);
     }
     cost = behind ? UTLS_TAP_BEHIND_COST : seg.payload_len;
     if (f->in_bytes + cost > UTLS_TAP_INBOX_MAX_BYTES
@@ -507,7 +512,7 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
     f->in_tail = pkt;
     f->in_bytes += cost;
     hub.inbox_total += cost;
-    if (behind)
+    if (behind || at_read)
         return; /* taken with the connection's next ahead segment or read */
     __atomic_store_n(&f->in_pending, 1, __ATOMIC_RELEASE);
     if (!f->on_ready) {
