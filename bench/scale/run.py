@@ -133,10 +133,13 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
                 if load.poll() is not None:
                     raise RuntimeError("load client ended early")
                 time.sleep(0.1)
-            time.sleep(1.0)  # the connections idle
+            # The connections idle: the data phase's last retransmissions
+            # (RTO 200 ms and more at 100 ms RTT) are over.
+            time.sleep(2.0)
             runs = []
             for i in range(a.bulk_runs):
-                cpu, wall = bulkflow.cpu_ms(a.bulk_mb, 5001 + i, wrap=[TB, "--prefix", prefix, "exec", "receiver", "--"], python=PY)
+                cpu, wall = bulkflow.cpu_ms(a.bulk_mb, 5001 + i, python=PY,
+                                            wrap=[TB, "--prefix", prefix, "exec", "receiver", "--"])
                 runs.append(cpu)
                 log("  bulk flow beside %d idle %s connections: %.0f ms CPU (%.2f s)"
                     % (n, side, cpu, wall))
@@ -233,7 +236,7 @@ def main():
     ap.add_argument("--passes", type=int, default=3,
                     help="passes per side and N; CPU per record is each side's median")
     ap.add_argument("--bulk-mb", type=int, default=2048)
-    ap.add_argument("--bulk-runs", type=int, default=2, help="bulk flows per pass and side")
+    ap.add_argument("--bulk-runs", type=int, default=4, help="bulk flows per pass and side")
     ap.add_argument("--json-name", default="scale.json")
     ap.add_argument("--no-oracle", dest="oracle", action="store_false",
                     help="skip the third pass per N (the fork with a capture: the oracle)")

@@ -333,21 +333,23 @@ static int tap_in_flight(const tap_ctx *t, const tap_pkt *p, uint64_t now)
 }
 
 /* tap_settle looks again at the segments held in flight: one the kernel
- * has queued since goes (its bytes come from the socket); one the kernel
- * did not queue within the grace, or past the bound, enters the store. */
+ * has queued since goes (its bytes come from the socket). One the kernel has
+ * not queued within the grace was rejected (a forged copy, a full receive
+ * buffer): from the kernel's view it is a hole, so it and every segment held
+ * after it enter the store at once; so do all of them past the bound. */
 static void tap_settle(tap_ctx *t, uint64_t now)
 {
     tap_pkt **pp = &t->fl_head, *p;
+    int flush = t->fl_bytes > UTLS_TAP_INFLIGHT_MAX_BYTES;
 
     t->fl_tail = NULL;
     t->fl_end = 0;
     while ((p = *pp) != NULL) {
         int done = p->off + p->len <= t->confirmed;
 
-        if (!done && (now - p->seen_ns >= UTLS_TAP_INFLIGHT_GRACE_NS
-                      || t->fl_bytes > UTLS_TAP_INFLIGHT_MAX_BYTES)) {
+        if (!done && (flush || now - p->seen_ns >= UTLS_TAP_INFLIGHT_GRACE_NS)) {
             tap_push(t, p);
-            done = 1;
+            flush = done = 1;
         }
         if (done) {
             *pp = p->next;

@@ -15,6 +15,7 @@ COUNT=500
 net_stream_test "${1:-}" utls-stream "utap$$" net-stream-tap 4433 "--rtt 100 --loss 2 --seed 4242" \
     "--mode utls --count $COUNT --size 1448 --timeout 60" "--interval 10"
 PYTHONPATH="$HERE" "$PY" -c 'import sys, netcheck
-netcheck.check_tap_stream(sys.argv[1], int(sys.argv[2]), min_packets=int(sys.argv[2]))' \
+netcheck.check_tap_stream(sys.argv[1], int(sys.argv[2]), min_packets=int(sys.argv[2]))
+netcheck.finish()' \
     "$WORK/recv.jsonl" "$COUNT"
 net_verdict $?

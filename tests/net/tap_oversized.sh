@@ -19,6 +19,7 @@ net_stream_test "${1:-}" utls-stream "uovs$$" net-tap-oversized 4433 \
 # Segments the socket had already returned count as packets without payload
 # bytes; the ones past a hole carry ~8 KB each.
 PYTHONPATH="$HERE" "$PY" -c 'import sys, netcheck
-netcheck.check_tap_stream(sys.argv[1], int(sys.argv[2]), bytes_per_ooo=8000)' \
+netcheck.check_tap_stream(sys.argv[1], int(sys.argv[2]), bytes_per_ooo=8000)
+netcheck.finish()' \
     "$WORK/recv.jsonl" "$COUNT"
 net_verdict $?
