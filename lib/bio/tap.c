@@ -364,27 +364,32 @@ static void tap_settle(tap_ctx *t, uint64_t now)
     }
 }
 
-/* tap_drain moves what the hub holds for this connection into its store:
- * one ioctl (tap_confirm) when a segment reaches past what the socket has
- * returned or segments are held in flight, after the take so that the
- * kernel's in-order point is at least as new as every segment taken.
- * Segments the hub found behind the read point need no ioctl: the bytes read
- * are in order by definition. */
+/* tap_drain moves what the hub holds for this connection into its store.
+ * Bytes the socket has returned are in order by definition; one ioctl
+ * (tap_confirm) asks the kernel how far it has queued when a segment taken
+ * or held reaches past them, after the take so that the kernel's in-order
+ * point is at least as new as every segment taken. */
 static void tap_drain(tap_ctx *t)
 {
     tap_pkt *p, *n;
-    int ahead = t->fl_head != NULL;
+    int ahead = 0;
     uint64_t now = 0;
+    uint32_t rs;
 
     p = utls_tap_hub_take(t->att, t->gen);
+    if (p == NULL && t->fl_head == NULL)
+        return;
+    if (t->sock_read_off > t->confirmed)
+        t->confirmed = t->sock_read_off;
+    rs = t->stream_seq0 + (uint32_t)t->confirmed;
     for (n = p; n != NULL && !ahead; n = n->next)
-        ahead = !n->behind;
+        ahead = !n->behind && (int32_t)(n->seq + (uint32_t)n->len - rs) > 0;
+    for (n = t->fl_head; n != NULL && !ahead; n = n->next)
+        ahead = n->off + n->len > t->confirmed;
     if (ahead) {
         tap_confirm(t);
         now = utls_now_ns();
-    } else if (p != NULL) {
-        if (t->sock_read_off > t->confirmed)
-            t->confirmed = t->sock_read_off;
+    } else {
         utls_tap_validator_drain(&t->val);
     }
     for (; p != NULL; p = n) {
