@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a packet ring costs an unrelated bulk TCP flow on the same host.
 
-Usage: ring_timer.py [--runs 6] [--mb 2048] [--variants v3-1,v3-100,v2,filter]
+Usage: ring_timer.py [--runs 6] [--mb 2048] [--variants v3-1,v3-100,v2,filter,tap]
 
 In a network namespace of its own (unshare -n, loopback only), each run
 times the CPU (user + sys of both ends) of an MB-MiB TCP transfer over
@@ -13,7 +13,9 @@ that drift falls on both. Variants:
           timer is T ms (the tap's ring until it moved to V2 used 1)
   v2      a TPACKET_V2 ring of 2 KiB frames, the same 16 MiB, no timer:
           the tap's ring (lib/bio/tap_local.h)
-  filter  a plain packet socket with a reject-all filter (no ring)
+  filter  a plain packet socket with a reject-all filter (no ring), which
+          sees outgoing packets too, as the tap's control socket does
+  tap     both of the tap's sockets: the v2 ring and such a plain socket
 
 Every socket sees every interface (ETH_P_ALL) and rejects every packet in
 its filter, as the tap's filters reject the flow's packets. Prints one JSON
@@ -49,6 +51,8 @@ BLOCK, BLOCKS, FRAME = 1 << 18, 64, 1 << 11
 def open_socket(variant):
     """The packet socket of |variant|, bound to every interface; returns
     what must stay alive while it is measured."""
+    if variant == "tap":
+        return open_socket("v2") + open_socket("filter")
     s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(ETH_P_ALL))
     reject = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0))  # ret #0
     s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER,
@@ -96,7 +100,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--mb", type=int, default=2048)
-    ap.add_argument("--variants", default="v3-1,v3-100,v2,filter")
+    ap.add_argument("--variants", default="v3-1,v3-100,v2,filter,tap")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.inside:
