@@ -83,7 +83,7 @@ const BIO_METHOD *UTLS_BIO_f_utcp(void);
  * =========================================================
  *
  * No stock kernel offers uTCP. The tap gets the same information from the
- * process-wide tap (<openssl/utls_tap.h>: one AF_PACKET TPACKET_V3 ring per
+ * process-wide tap (<openssl/utls_tap.h>: one AF_PACKET TPACKET_V2 ring per
  * process, a filter on the tapped local ports, a table by 4-tuple), which
  * sees every TCP segment as it arrives, before TCP's reordering queue. The kernel's TCP connection goes on doing everything else
  * (ACKs, SACK, retransmission, flow control) and its in-order byte stream stays
