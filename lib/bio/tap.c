@@ -332,6 +332,20 @@ static int tap_in_flight(const tap_ctx *t, const tap_pkt *p, uint64_t now)
     return p->off <= edge && now - p->seen_ns < UTLS_TAP_INFLIGHT_GRACE_NS;
 }
 
+/* tap_hold puts |p| at the end of the segments held in flight. */
+static void tap_hold(tap_ctx *t, tap_pkt *p)
+{
+    p->next = NULL;
+    if (t->fl_tail != NULL)
+        t->fl_tail->next = p;
+    else
+        t->fl_head = p;
+    t->fl_tail = p;
+    t->fl_bytes += p->len;
+    if (p->off + p->len > t->fl_end)
+        t->fl_end = p->off + p->len;
+}
+
 /* tap_settle looks again at the segments held in flight: one the kernel
  * has queued since goes (its bytes come from the socket). One the kernel has
  * not queued within the grace was rejected (a forged copy, a full receive
@@ -395,20 +409,11 @@ static void tap_drain(tap_ctx *t)
     for (; p != NULL; p = n) {
         n = p->next;
         if (tap_accept(t, p) && p->off + p->len > t->confirmed) {
-            if (!tap_in_flight(t, p, now)) {
-                tap_push(t, p);
-            } else {
-                p->next = NULL;
-                if (t->fl_tail != NULL)
-                    t->fl_tail->next = p;
-                else
-                    t->fl_head = p;
-                t->fl_tail = p;
-                t->fl_bytes += p->len;
-                if (p->off + p->len > t->fl_end)
-                    t->fl_end = p->off + p->len;
+            if (tap_in_flight(t, p, now)) {
+                tap_hold(t, p);
                 continue;
             }
+            tap_push(t, p);
         }
         OPENSSL_free(p);
     }
@@ -548,6 +553,7 @@ static int tap_read(BIO *b, char *out, int outl)
 
                 tap_lock_w(t);
                 nev = utls_segstore_num_events(t->cap);
+                fw = tap_flight_wait_ms(t);
                 tap_unlock(t);
                 if (nev > 0) {
                     t->woke = 1;
@@ -567,9 +573,6 @@ static int tap_read(BIO *b, char *out, int outl)
                 if (utls_tap_hub_num_attached() > 1
                     && (wait_ms < 0 || wait_ms > TAP_SHARED_WAIT_MS))
                     wait_ms = TAP_SHARED_WAIT_MS;
-                tap_lock_w(t);
-                fw = tap_flight_wait_ms(t);
-                tap_unlock(t);
                 if (fw >= 0 && (wait_ms < 0 || wait_ms > fw))
                     wait_ms = fw; /* a segment held in flight is due */
                 n = utls_tap_poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
