@@ -141,6 +141,17 @@ void utls_ooo_reset(utls_conn *c)
     c->hooks.read_idle = 0; /* the read hook looks again */
 }
 
+/* utls_rx_scratch: the probe buffer (UTLS_SCRATCH_LEN bytes), made on first
+ * use. Most connections never probe (nothing of theirs is ever past a hole),
+ * and a server with thousands of them would otherwise hold one each. NULL if
+ * it cannot be made: the probe fails and the record comes in order. */
+unsigned char *utls_rx_scratch(utls_conn *c)
+{
+    if (c->rx.scratch == NULL)
+        c->rx.scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
+    return c->rx.scratch;
+}
+
 void utls_conn_free(utls_conn *c)
 {
     utls_conn_clear(c);

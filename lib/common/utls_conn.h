@@ -50,4 +50,8 @@ struct utls_conn_st {
  * generation on next use); verified records waiting are kept. */
 void utls_ooo_reset(utls_conn *c);
 
+/* utls_rx_scratch returns the probe buffer c->rx.scratch, made on first use;
+ * NULL if it cannot be made (lib/common/conn.c). */
+unsigned char *utls_rx_scratch(utls_conn *c);
+
 #endif

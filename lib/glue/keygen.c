@@ -89,11 +89,6 @@ static void utls_search_setup(SSL *s, utls_conn *c)
         utls_aead_search_free(c->probe.search);
         c->probe.search = NULL;
     }
-    if (c->probe.search != NULL && c->probe.search_out == NULL
-        && (c->probe.search_out = OPENSSL_malloc(UTLS_SCRATCH_LEN)) == NULL) {
-        utls_aead_search_free(c->probe.search);
-        c->probe.search = NULL;
-    }
 end:
     OPENSSL_cleanse(key, sizeof(key));
     OPENSSL_cleanse(iv, sizeof(iv));
@@ -259,10 +254,9 @@ int utls_gen_setup(SSL *s, utls_conn *c)
     if (c->rx.pred == NULL)
         c->rx.pred = utls_seqpred_new(&pc);
     c->rx.pred_config = pc;
-    if (c->rx.scratch == NULL)
-        c->rx.scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
-    if (c->rx.store == NULL || c->rx.scan == NULL || c->rx.pred == NULL || !c->probe.ctx_valid
-        || c->rx.scratch == NULL) {
+    /* The probe buffers are made when a probe first needs them
+     * (utls_rx_scratch, candidates.c). */
+    if (c->rx.store == NULL || c->rx.scan == NULL || c->rx.pred == NULL || !c->probe.ctx_valid) {
         utls_ooo_reset(c);
         c->rx.gen_ready = 1;
         c->stats.fallback = UTLS_FALLBACK_RESOURCES;

@@ -299,7 +299,7 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
     int ok = 0, mark = !c->probe.quiet_failure;
 
     if (wire_len < SSL3_RT_HEADER_LENGTH || wire_len > UTLS_SCRATCH_LEN || saved_ctx == NULL
-        || (next_key ? !c->rx.next.valid : !c->probe.ctx_valid))
+        || (next_key ? !c->rx.next.valid : !c->probe.ctx_valid) || utls_rx_scratch(c) == NULL)
         return 0;
     memset(&rec, 0, sizeof(rec));
     memset(&macbuf, 0, sizeof(macbuf));

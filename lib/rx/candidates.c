@@ -232,7 +232,9 @@ static int utls_try_key(SSL *s, utls_conn *c, int next_key, const utls_scan_hit 
     }
     /* With the provider: one search over all candidates picks the one that
      * authenticates (or none); only that one gets the full record check. */
-    if (c->probe.search != NULL && !next_key && n > 0 && c->rx.probe_budget >= 1 && *allowance > 0) {
+    if (c->probe.search != NULL && !next_key && n > 0 && c->rx.probe_budget >= 1 && *allowance > 0
+        && (c->probe.search_out != NULL
+            || (c->probe.search_out = OPENSSL_malloc(UTLS_SCRATCH_LEN)) != NULL)) {
         uint64_t seqs[UTLS_SEQPRED_MAX_CANDIDATES];
         size_t m = 0, len, idx;
 

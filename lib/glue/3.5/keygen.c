@@ -233,10 +233,9 @@ static UTLS_NOINLINE int gen_setup_full(SSL *s, SSL_CONNECTION *sc, utls_conn *c
     if (c->rx.pred == NULL)
         c->rx.pred = utls_seqpred_new(&pc);
     c->rx.pred_config = pc;
-    if (c->rx.scratch == NULL)
-        c->rx.scratch = OPENSSL_malloc(UTLS_SCRATCH_LEN);
+    /* The probe buffer is made when a probe first needs it (utls_rx_scratch). */
     if (c->rx.store == NULL || c->rx.scan == NULL || c->rx.pred == NULL || !c->probe.ctx_valid
-        || (c->rx.tls13 && c->probe.tls13_taglen == 0) || c->rx.scratch == NULL) {
+        || (c->rx.tls13 && c->probe.tls13_taglen == 0)) {
         utls_ooo_reset(c);
         c->rx.gen_ready = 1;
         c->stats.fallback = UTLS_FALLBACK_RESOURCES;

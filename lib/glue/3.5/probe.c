@@ -258,7 +258,7 @@ int utls_probe(SSL *s, utls_conn *c, int next_key, const unsigned char *wire, si
 
     if (sc == NULL || rl == NULL || wire_len < SSL3_RT_HEADER_LENGTH
         || wire_len > UTLS_SCRATCH_LEN || wire[0] != SSL3_RT_APPLICATION_DATA
-        || (next_key ? !c->rx.next.valid : !c->probe.ctx_valid))
+        || (next_key ? !c->rx.next.valid : !c->probe.ctx_valid) || utls_rx_scratch(c) == NULL)
         return 0;
     if (rl->version != TLS1_3_VERSION)
         return next_key ? 0 : probe12(c, (OSSL_RECORD_LAYER *)rl, wire, wire_len, seq, out_pt,
