@@ -26,23 +26,61 @@ static uint32_t v_get32(const unsigned char *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
-/* csum_add adds |len| bytes at |p| to the 16-bit big-endian word sum |sum|
- * (a 64-bit accumulator: no carry is lost for any packet size). */
+/*
+ * csum_add adds |len| bytes at |p| (starting on a 16-bit word of the sum) to
+ * the ones' complement sum |sum| of 16-bit words in the host's byte order.
+ * The ones' complement sum does not depend on byte order (RFC 1071 2.B): a
+ * sum over host-order words is the byte-swapped sum over network-order ones,
+ * and the only test made of it, that it folds to all ones, reads the same in
+ * both. Words are loaded 32 bits at a time into a 64-bit accumulator: no
+ * carry is lost below 2^32 words, far beyond any packet.
+ */
 static uint64_t csum_add(uint64_t sum, const unsigned char *p, size_t len)
 {
-    while (len >= 8) {
-        sum += ((uint64_t)v_get16(p) + v_get16(p + 2)) + ((uint64_t)v_get16(p + 4) + v_get16(p + 6));
-        p += 8;
-        len -= 8;
+    uint32_t w;
+    uint16_t h;
+
+    while (len >= 16) {
+        uint32_t a, b, c, d;
+
+        memcpy(&a, p, 4);
+        memcpy(&b, p + 4, 4);
+        memcpy(&c, p + 8, 4);
+        memcpy(&d, p + 12, 4);
+        sum += ((uint64_t)a + b) + ((uint64_t)c + d);
+        p += 16;
+        len -= 16;
     }
-    while (len >= 2) {
-        sum += v_get16(p);
+    while (len >= 4) {
+        memcpy(&w, p, 4);
+        sum += w;
+        p += 4;
+        len -= 4;
+    }
+    if (len >= 2) {
+        memcpy(&h, p, 2);
+        sum += h;
         p += 2;
         len -= 2;
     }
-    if (len == 1)
-        sum += (uint64_t)p[0] << 8; /* the odd byte, padded with a zero */
+    if (len == 1) {
+        unsigned char last[2] = {p[0], 0}; /* the odd byte, padded with a zero */
+
+        memcpy(&h, last, 2);
+        sum += h;
+    }
     return sum;
+}
+
+/* csum_add16 adds the 16-bit value |v|, a word in network byte order, to a
+ * host-order sum (csum_add). */
+static uint64_t csum_add16(uint64_t sum, uint16_t v)
+{
+    unsigned char b[2] = {(unsigned char)(v >> 8), (unsigned char)v};
+    uint16_t h;
+
+    memcpy(&h, b, 2);
+    return sum + h;
 }
 
 static uint16_t csum_fold(uint64_t sum)
@@ -94,8 +132,9 @@ int utls_tap_tcp_checksum_ok_pkt(const unsigned char *pkt, size_t len)
         /* RFC 8200 8.1: source, destination, upper-layer length, next header. */
         sum = csum_add(0, pkt + 8, 32);
     }
-    sum += IPPROTO_TCP;
-    sum += (uint64_t)tcp_len;
+    sum = csum_add16(sum, IPPROTO_TCP);
+    sum = csum_add16(sum, (uint16_t)(tcp_len >> 16)); /* IPv6: a 32-bit length */
+    sum = csum_add16(sum, (uint16_t)tcp_len);
     sum = csum_add(sum, pkt + off, tcp_len);
     return csum_fold(sum) == 0xffff;
 }
