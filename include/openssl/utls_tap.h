@@ -68,7 +68,8 @@ typedef struct utls_tap_global_stats_st {
     size_t unattached;       /* handshakes whose ISN waits for a tap BIO */
     size_t ports;            /* local ports in the kernel filters */
     size_t filter_ports;     /* of which in the control filter */
-    size_t inbox_bytes;      /* captured bytes waiting for their readers */
+    size_t inbox_bytes;      /* memory held by captured segments waiting for
+                                their readers (payload and per-segment record) */
     uint64_t kernel_bytes;   /* kernel memory the capture may hold, at most */
     uint64_t packets;        /* segments taken from the ring */
     uint64_t foreign;        /* of which for no connection of this process */

@@ -46,162 +46,6 @@
  * reads (until then a read goes straight to recv(), in order, as stock). */
 #define TAP_NONBLOCK_RECHECK 32
 
-struct utls_tap_listener_st {
-    uint16_t port;
-};
-
-/* key_of_socket fills |k| from a connected TCP socket. */
-static int key_of_socket(int fd, tap_key *k)
-{
-    struct sockaddr_storage l, p;
-    socklen_t ll = sizeof(l), pl = sizeof(p);
-
-    memset(k, 0, sizeof(*k));
-    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0
-        || getpeername(fd, (struct sockaddr *)&p, &pl) != 0 || l.ss_family != p.ss_family)
-        return 0;
-    k->family = l.ss_family;
-    if (k->family == AF_INET) {
-        const struct sockaddr_in *a = (const void *)&l, *b = (const void *)&p;
-
-        memcpy(k->local, &a->sin_addr, 4);
-        memcpy(k->peer, &b->sin_addr, 4);
-        k->lport = ntohs(a->sin_port);
-        k->pport = ntohs(b->sin_port);
-    } else if (k->family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const void *)&l, *b = (const void *)&p;
-
-        memcpy(k->local, &a->sin6_addr, 16);
-        memcpy(k->peer, &b->sin6_addr, 16);
-        k->lport = ntohs(a->sin6_port);
-        k->pport = ntohs(b->sin6_port);
-    } else {
-        return 0;
-    }
-    return 1;
-}
-
-/* local_port returns the port |fd| is bound to (host order), or 0. */
-static uint16_t local_port(int fd)
-{
-    struct sockaddr_storage a;
-    socklen_t al = sizeof(a);
-
-    if (getsockname(fd, (struct sockaddr *)&a, &al) != 0)
-        return 0;
-    if (a.ss_family == AF_INET)
-        return ntohs(((struct sockaddr_in *)&a)->sin_port);
-    if (a.ss_family == AF_INET6)
-        return ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
-    return 0;
-}
-
-/* --- Listeners and connecting sockets -------------------------------------- */
-
-UTLS_TAP_LISTENER *UTLS_tap_listen(int listen_fd)
-{
-    UTLS_TAP_LISTENER *l;
-    uint16_t port = local_port(listen_fd);
-
-    if (port == 0) {
-        utls_raise(UTLS_R_TAP_SYSCALL, "fd %d is not a bound TCP/IP socket", listen_fd);
-        return NULL;
-    }
-    if (!utls_tap_hub_open())
-        return NULL;
-    if ((l = OPENSSL_zalloc(sizeof(*l))) == NULL)
-        return NULL;
-    /* Our kernel's SYN-ACKs from the port, and what arrives to it. */
-    if (!utls_tap_hub_listen(port, 1)) {
-        OPENSSL_free(l);
-        return NULL;
-    }
-    l->port = port;
-    return l;
-}
-
-void UTLS_tap_listener_free(UTLS_TAP_LISTENER *l)
-{
-    if (l == NULL)
-        return;
-    (void)utls_tap_hub_listen(l->port, 0);
-    OPENSSL_free(l);
-}
-
-/*
- * utls_tap_start_syn_watch opens the process-wide tap, if it is not open,
- * and has it watch the handshakes of every port in this network namespace
- * (IPv4 and IPv6), so that connections set up afterwards by a program that
- * knows nothing of uTLS can get a tap through SSL_set_fd. Returns 1 if it
- * runs.
- */
-int utls_tap_start_syn_watch(void)
-{
-    return utls_tap_hub_open() && utls_tap_hub_set_watch();
-}
-
-int UTLS_tap_connect(int fd, const void *addr, unsigned int addrlen)
-{
-    struct sockaddr_storage l;
-    socklen_t ll = sizeof(l);
-    const struct sockaddr *sa = addr;
-    uint16_t port;
-    int tapped, r;
-
-    if (getsockname(fd, (struct sockaddr *)&l, &ll) != 0)
-        return 0;
-    if (l.ss_family == AF_INET && ((struct sockaddr_in *)&l)->sin_port == 0) {
-        struct sockaddr_in any = {.sin_family = AF_INET};
-
-        if (bind(fd, (struct sockaddr *)&any, sizeof(any)) != 0)
-            return 0;
-    } else if (l.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&l)->sin6_port == 0) {
-        struct sockaddr_in6 any = {.sin6_family = AF_INET6};
-
-        if (bind(fd, (struct sockaddr *)&any, sizeof(any)) != 0)
-            return 0;
-    }
-    port = local_port(fd);
-    /*
-     * Every segment our kernel sends from the port during the handshake:
-     * the ACK that completes it carries the peer's ISN + 1. Without the tap
-     * (no CAP_NET_RAW) the connection is still made and runs in order: that
-     * is a success, so the tap's error does not stay on the queue
-     * (UTLS_BIO_new_tap reports it when the tap is asked for).
-     */
-    ERR_set_mark();
-    tapped = port != 0 && utls_tap_hub_open() && utls_tap_hub_handshake(port, 1);
-    ERR_pop_to_mark();
-    r = connect(fd, sa, addrlen);
-    if (r != 0 && errno == EINPROGRESS) {
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        int err = 0;
-        socklen_t el = sizeof(err);
-
-        while ((r = poll(&p, 1, -1)) < 0 && errno == EINTR)
-            continue;
-        if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 || err != 0) {
-            if (err != 0)
-                errno = err;
-            r = -1;
-        } else {
-            r = 0;
-        }
-    }
-    if (tapped) {
-        tap_key conn;
-        int saved = errno;
-
-        if (r == 0 && key_of_socket(fd, &conn))
-            (void)utls_tap_hub_wait_isn(&conn, UTLS_TAP_ISN_WAIT_MS);
-        ERR_set_mark();
-        (void)utls_tap_hub_handshake(port, 0);
-        ERR_pop_to_mark();
-        errno = saved;
-    }
-    return r == 0;
-}
-
 /* --- The tap BIO ------------------------------------------------------------ */
 
 struct tap_ctx_st {
@@ -341,17 +185,21 @@ static void tap_hold(tap_ctx *t, tap_pkt *p)
     else
         t->fl_head = p;
     t->fl_tail = p;
-    t->fl_bytes += p->len;
+    t->fl_bytes += UTLS_TAP_PKT_COST(p->len);
     if (p->off + p->len > t->fl_end)
         t->fl_end = p->off + p->len;
 }
 
 /* tap_settle looks again at the segments held in flight: one the kernel
- * has queued since goes (its bytes come from the socket). One the kernel has
+ * has queued since goes (its bytes come from the socket), and teaches the
+ * validator as a segment behind the in-order point does. One the kernel has
  * not queued within the grace was rejected (a forged copy, a full receive
  * buffer): from the kernel's view it is a hole, so it and every segment held
- * after it enter the store at once; so do all of them past the bound. */
-static void tap_settle(tap_ctx *t, uint64_t now)
+ * after it enter the store at once; so do all of them past the bound. The
+ * kernel is asked (one ioctl) before the first of them counts as a hole,
+ * unless |asked|: it may have queued the segment for a reader that has not
+ * read it yet. */
+static void tap_settle(tap_ctx *t, uint64_t now, int asked)
 {
     tap_pkt **pp = &t->fl_head, *p;
     int flush = t->fl_bytes > UTLS_TAP_INFLIGHT_MAX_BYTES;
@@ -360,14 +208,22 @@ static void tap_settle(tap_ctx *t, uint64_t now)
     t->fl_end = 0;
     while ((p = *pp) != NULL) {
         int done = p->off + p->len <= t->confirmed;
+        int due = flush || now - p->seen_ns >= UTLS_TAP_INFLIGHT_GRACE_NS;
 
-        if (!done && (flush || now - p->seen_ns >= UTLS_TAP_INFLIGHT_GRACE_NS)) {
+        if (!done && due && !asked) {
+            tap_confirm(t);
+            asked = 1;
+            done = p->off + p->len <= t->confirmed;
+        }
+        if (done) {
+            utls_tap_validator_learn(&t->val, &p->hdr);
+        } else if (due) {
             tap_push(t, p);
             flush = done = 1;
         }
         if (done) {
             *pp = p->next;
-            t->fl_bytes -= p->len;
+            t->fl_bytes -= UTLS_TAP_PKT_COST(p->len);
             OPENSSL_free(p);
             continue;
         }
@@ -378,31 +234,56 @@ static void tap_settle(tap_ctx *t, uint64_t now)
     }
 }
 
+/* tap_hold_takes_all: would the hold take every segment of the list |p| that
+ * reaches past the in-order point we know (|t->confirmed|), without asking
+ * the kernel? It does when each starts at or before where the segments held
+ * and taken so far end, and was taken within the grace: the next bytes of
+ * the stream, which the socket returns (or, if the kernel rejected them, the
+ * grace ends and the kernel is asked then). */
+static int tap_hold_takes_all(const tap_ctx *t, const tap_pkt *p, uint64_t now)
+{
+    uint64_t edge = t->fl_head != NULL && t->fl_end > t->confirmed ? t->fl_end : t->confirmed;
+
+    for (; p != NULL; p = p->next) {
+        uint32_t es = t->stream_seq0 + (uint32_t)edge;
+        int32_t end = (int32_t)(p->seq + (uint32_t)p->len - es);
+
+        if (p->behind || end <= 0)
+            continue; /* within what is known to be in order */
+        if ((int32_t)(p->seq - es) > 0 || now - p->seen_ns >= UTLS_TAP_INFLIGHT_GRACE_NS)
+            return 0;
+        edge += (uint64_t)end;
+    }
+    return 1;
+}
+
 /* tap_drain moves what the hub holds for this connection into its store.
- * Bytes the socket has returned are in order by definition; one ioctl
+ * Bytes the socket has returned are in order by definition. One ioctl
  * (tap_confirm) asks the kernel how far it has queued when a segment taken
- * or held reaches past them, after the take so that the kernel's in-order
- * point is at least as new as every segment taken. */
+ * reaches past what is known and the hold would not take it (it may be past
+ * a hole), after the take so that the kernel's in-order point is at least as
+ * new as every segment taken. The next bytes of a stream with no hole are
+ * held, and go when the socket returns them: a connection with no hole costs
+ * no ioctl. */
 static void tap_drain(tap_ctx *t)
 {
     tap_pkt *p, *n;
-    int ahead = 0;
-    uint64_t now = 0;
-    uint32_t rs;
+    int asked = 0;
+    uint64_t now;
 
+    /* The common case of a read on a quiet connection: nothing arrived,
+     * nothing held; no lock of the hub's, no clock. */
+    if (t->fl_head == NULL && utls_tap_hub_idle(t->att, t->gen))
+        return;
     p = utls_tap_hub_take(t->att, t->gen);
     if (p == NULL && t->fl_head == NULL)
         return;
     if (t->sock_read_off > t->confirmed)
         t->confirmed = t->sock_read_off;
-    rs = t->stream_seq0 + (uint32_t)t->confirmed;
-    for (n = p; n != NULL && !ahead; n = n->next)
-        ahead = !n->behind && (int32_t)(n->seq + (uint32_t)n->len - rs) > 0;
-    for (n = t->fl_head; n != NULL && !ahead; n = n->next)
-        ahead = n->off + n->len > t->confirmed;
-    if (ahead) {
+    now = utls_now_ns();
+    if (!tap_hold_takes_all(t, p, now)) {
         tap_confirm(t);
-        now = utls_now_ns();
+        asked = 1;
     } else {
         utls_tap_validator_drain(&t->val);
     }
@@ -418,7 +299,7 @@ static void tap_drain(tap_ctx *t)
         OPENSSL_free(p);
     }
     if (t->fl_head != NULL)
-        tap_settle(t, now);
+        tap_settle(t, now, asked);
 }
 
 /* tap_flight_wait_ms: how long a blocking read may wait before a segment
@@ -445,7 +326,7 @@ static int tap_attach(tap_ctx *t, int fd, uint64_t read_off)
     uint32_t isn, local_isn;
     int local_connected;
 
-    if (!key_of_socket(fd, &key)) {
+    if (!utls_tap_key_of_socket(fd, &key)) {
         utls_raise(UTLS_R_TAP_SYSCALL, "fd %d is not a connected TCP/IP socket", fd);
         return 0;
     }

@@ -86,6 +86,7 @@ struct tap_flow_st {
     tap_pkt *in_head, *in_tail;
     size_t in_bytes;
     int in_pending;        /* read without the lock: a hint */
+    int in_any;            /* the inbox is not empty (atomic: utls_tap_hub_idle) */
     uint32_t read_seq;     /* the connection's next socket byte (atomic) */
     int read_seq_set;      /* (atomic) */
     tap_flow *ready_next;
@@ -102,8 +103,8 @@ static pthread_mutex_t hub_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     int open;
     int dfd, cfd;
-    unsigned char *ring;
-    unsigned int cur_frame;
+    unsigned char *ring;      /* (atomic: utls_tap_hub_idle reads it unlocked) */
+    unsigned int cur_frame;   /* (atomic, likewise) */
     unsigned char *copy;      /* a whole copy of a segment larger than a frame */
     int watch;
     uint64_t gen;             /* changes when a child of fork() starts afresh */
@@ -207,6 +208,7 @@ static void inbox_clear(tap_flow *f)
     f->in_head = f->in_tail = NULL;
     f->in_bytes = 0;
     f->in_pending = 0;
+    __atomic_store_n(&f->in_any, 0, __ATOMIC_RELEASE);
 }
 
 static void ready_unlink(tap_flow *f)
@@ -486,7 +488,7 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
          * one the kernel rejects is looked at with the next segment. */
         at_read = !behind && (uint32_t)(rs - seg.seq) < (1u << 30);
     }
-    cost = behind ? UTLS_TAP_BEHIND_COST : seg.payload_len;
+    cost = UTLS_TAP_PKT_COST(behind ? 0 : seg.payload_len);
     if (f->in_bytes + cost > UTLS_TAP_INBOX_MAX_BYTES
         || hub.inbox_total + cost > UTLS_TAP_INBOX_TOTAL_MAX_BYTES
         || (pkt = OPENSSL_malloc(sizeof(*pkt) + (behind ? 0 : seg.payload_len))) == NULL) {
@@ -510,6 +512,7 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
     else
         f->in_head = pkt;
     f->in_tail = pkt;
+    __atomic_store_n(&f->in_any, 1, __ATOMIC_RELEASE);
     f->in_bytes += cost;
     hub.inbox_total += cost;
     if (behind || at_read)
@@ -571,7 +574,8 @@ static void ring_drain_locked(void)
             hub.st.ring_drops++; /* cut off, and no room for its copy */
         }
         __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-        hub.cur_frame = (hub.cur_frame + 1) % UTLS_TAP_FRAME_NR;
+        __atomic_store_n(&hub.cur_frame, (hub.cur_frame + 1) % UTLS_TAP_FRAME_NR,
+                         __ATOMIC_RELEASE);
     }
 }
 
@@ -602,8 +606,8 @@ static int hub_open_locked(void)
     }
     if (!utls_tap_open_sockets(&hub.dfd, &hub.cfd, &ring))
         return 0;
-    hub.ring = ring;
-    hub.cur_frame = 0;
+    __atomic_store_n(&hub.cur_frame, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&hub.ring, (unsigned char *)ring, __ATOMIC_RELEASE);
     hub.open = 1;
     hub_set_clock();
     if (hub.num_ports > 0 || hub.watch)
@@ -618,7 +622,7 @@ static void hub_close_sockets(void)
     munmap(hub.ring, (size_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR);
     close(hub.dfd);
     close(hub.cfd);
-    hub.ring = NULL;
+    __atomic_store_n(&hub.ring, NULL, __ATOMIC_RELEASE);
     hub.dfd = hub.cfd = -1;
     hub.open = 0;
 }
@@ -827,10 +831,25 @@ tap_pkt *utls_tap_hub_take(void *att, uint64_t gen)
         hub.inbox_total -= f->in_bytes;
         f->in_head = f->in_tail = NULL;
         f->in_bytes = 0;
+        __atomic_store_n(&f->in_any, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&f->in_pending, 0, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&hub_mu);
     return p;
+}
+
+int utls_tap_hub_idle(void *att, uint64_t gen)
+{
+    tap_flow *f = att;
+    unsigned char *ring = __atomic_load_n(&hub.ring, __ATOMIC_ACQUIRE);
+    const struct tpacket2_hdr *h;
+
+    if (f == NULL || ring == NULL || gen != __atomic_load_n(&hub.gen, __ATOMIC_ACQUIRE)
+        || __atomic_load_n(&f->in_any, __ATOMIC_ACQUIRE))
+        return 0;
+    h = (const void *)(ring + (size_t)__atomic_load_n(&hub.cur_frame, __ATOMIC_ACQUIRE)
+                                  * UTLS_TAP_FRAME_SIZE);
+    return (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) == 0;
 }
 
 void utls_tap_hub_note_read(void *att, uint32_t next_seq)

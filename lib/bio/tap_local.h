@@ -91,7 +91,8 @@
  * listener's connections share its port. */
 #define UTLS_TAP_MAX_PORTS 512u
 
-/* Captured payload bytes waiting for one connection's reader. Attack bound:
+/* Memory held by captured segments waiting for one connection's reader
+ * (UTLS_TAP_PKT_COST each). Attack bound:
  * segments sprayed at one 4-tuple between two reads; past it new copies
  * are dropped (counted; those records come in order). */
 #define UTLS_TAP_INBOX_MAX_BYTES ((size_t)4 << 20)
@@ -206,9 +207,13 @@ typedef struct tap_pkt_st {
     unsigned char data[];
 } tap_pkt;
 
-/* What a behind-the-read-point segment counts against its inbox's bound in
- * place of its payload, which is not kept. */
-#define UTLS_TAP_BEHIND_COST 64u
+/* What a captured segment counts against the bounds on memory it may hold
+ * (the inboxes, the in-flight hold): its payload, kept or not (a segment
+ * behind the read point keeps none), plus the record that carries it and the
+ * allocator's own header. A spray of 1-byte segments is then bounded by the
+ * memory it really takes, not by its payload bytes alone (which would let
+ * each byte hold a hundred). */
+#define UTLS_TAP_PKT_COST(payload) (sizeof(tap_pkt) + 16u + (payload))
 
 /* utls_tap_hub_open opens the process-wide tap if it is not open. Returns 1,
  * or 0 with an error raised. */
@@ -223,6 +228,9 @@ int utls_tap_hub_handshake(uint16_t port, int add);
 /* utls_tap_hub_wait_isn drains the control socket until the ISN of |k| is
  * known or |timeout_ms| passed; returns 1 if known. */
 int utls_tap_hub_wait_isn(const tap_key *k, int timeout_ms);
+/* utls_tap_key_of_socket fills |k| from the connected TCP socket |fd|
+ * (tap_connect.c). Returns 1, or 0 if it is not one. */
+int utls_tap_key_of_socket(int fd, tap_key *k);
 /* utls_tap_hub_attach gives the flow |k| (the connected socket |fd|) to
  * |t|, stores the peer's ISN in |*out_isn|, our own in |*out_local_isn|
  * (with |*out_local_connected| 1 if our kernel sent the SYN, 0 if it
@@ -237,6 +245,11 @@ void utls_tap_hub_detach(void *att, uint64_t gen);
  * the flow |att|, oldest first (the caller frees each with OPENSSL_free), or
  * NULL. */
 tap_pkt *utls_tap_hub_take(void *att, uint64_t gen);
+/* utls_tap_hub_idle looks, without the hub's lock, whether a take for the
+ * flow |att| would find nothing: its inbox is empty and the ring has no
+ * frame to hand over (for any flow). A hint for skipping a take: a frame
+ * that arrives right after is taken by the next look. */
+int utls_tap_hub_idle(void *att, uint64_t gen);
 /* utls_tap_hub_note_read tells the hub the sequence number of the next byte
  * the connection |att| will read from its socket: a captured segment wholly
  * before it is kept without its payload and wakes nobody (no lock: one

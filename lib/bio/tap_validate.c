@@ -220,6 +220,20 @@ utls_tap_verdict utls_tap_validate(utls_tap_validator *v, const unsigned char *p
     return utls_tap_validate_hdr(v, &h, seg->payload_len, offset, confirmed, q);
 }
 
+void utls_tap_validator_learn(utls_tap_validator *v, const utls_tap_hdr *h)
+{
+    int32_t d = (int32_t)(h->ack - v->ack_max);
+
+    if (!v->ack_known || d > 0) {
+        v->ack_max = h->ack;
+        v->ack_known = 1;
+    }
+    if (h->has_ts && (!v->ts_known || (int32_t)(h->tsval - v->ts_recent) > 0)) {
+        v->ts_recent = h->tsval;
+        v->ts_known = 1;
+    }
+}
+
 utls_tap_verdict utls_tap_validate_hdr(utls_tap_validator *v, const utls_tap_hdr *h,
                                        size_t payload_len, uint64_t offset, uint64_t confirmed,
                                        const utls_tap_kernel_query *q)
@@ -323,18 +337,8 @@ utls_tap_verdict utls_tap_validate_hdr(utls_tap_validator *v, const utls_tap_hdr
      * received can move the ACK reference by at most the slack each time;
      * such a forger can break the kernel's TCP itself (docs/tap-threats.md).
      */
-    if (below) {
-        int32_t d = (int32_t)(ack - v->ack_max);
-
-        if (!v->ack_known || d > 0) {
-            v->ack_max = ack;
-            v->ack_known = 1;
-        }
-        if (has_ts && (!v->ts_known || (int32_t)(tsval - v->ts_recent) > 0)) {
-            v->ts_recent = tsval;
-            v->ts_known = 1;
-        }
-    }
+    if (below)
+        utls_tap_validator_learn(v, h);
 
 done:
     v->counts[verdict]++;

@@ -165,6 +165,12 @@ utls_tap_verdict utls_tap_validate_hdr(utls_tap_validator *v, const utls_tap_hdr
                                        size_t payload_len, uint64_t offset, uint64_t confirmed,
                                        const utls_tap_kernel_query *q);
 
+/* utls_tap_validator_learn takes the ACK and the timestamp of a segment that
+ * passed utls_tap_validate_hdr and whose bytes the kernel has since taken in
+ * order (a segment held in flight, lib/bio/tap.c), as utls_tap_validate_hdr
+ * does for one below |confirmed|. */
+void utls_tap_validator_learn(utls_tap_validator *v, const utls_tap_hdr *h);
+
 /* utls_tap_kernel_inorder returns the stream offset up to which the local
  * kernel has taken the connection's bytes in order: |read_off| (the next
  * byte the socket |sock| returns) plus what it holds unread (SIOCINQ). One

@@ -1,6 +1,6 @@
 /*
  * tap_churn: the process-wide tap under many connections, on loopback in a
- * network namespace of its own (tests/net/tap_churn.sh runs it under
+ * network namespace of its own (tests/net/in_netns.sh runs it under
  * `unshare -n`). Real kernel TCP, the real capture; no TLS (the tap BIO is
  * read directly).
  *
