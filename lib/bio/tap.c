@@ -290,11 +290,19 @@ static void tap_drain(tap_ctx *t)
     for (; p != NULL; p = n) {
         n = p->next;
         if (tap_accept(t, p) && p->off + p->len > t->confirmed) {
-            if (tap_in_flight(t, p, now)) {
-                tap_hold(t, p);
-                continue;
+            if (!asked && !tap_in_flight(t, p, now)) {
+                /* Nothing enters the store without the kernel asked first
+                 * (one the look ahead counted on was refused since). */
+                tap_confirm(t);
+                asked = 1;
             }
-            tap_push(t, p);
+            if (p->off + p->len > t->confirmed) {
+                if (tap_in_flight(t, p, now)) {
+                    tap_hold(t, p);
+                    continue;
+                }
+                tap_push(t, p);
+            }
         }
         OPENSSL_free(p);
     }
