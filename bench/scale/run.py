@@ -316,6 +316,15 @@ def main():
             row["delayed_gt_rtt_utls_minus_stock"] = u["delayed_gt_rtt"] - s["delayed_gt_rtt"]
             if bulk:
                 row["bulk_cpu_ratio_tapped_vs_stock"] = u["bulk"]["cpu_ms"] / s["bulk"]["cpu_ms"]
+                # Reported beside the target, not in its place: pass p of
+                # each side ran next to the other's (alternating order), so
+                # the ratio of their medians cancels drift over the run,
+                # which moved a whole pass's samples by up to 20%.
+                pairs = [statistics.median(got["utls"][p]["bulk"]["cpu_ms_runs"])
+                         / statistics.median(got["stock"][p]["bulk"]["cpu_ms_runs"])
+                         for p in range(a.passes)]
+                row["bulk_cpu_ratio_pass_pairs"] = pairs
+                row["bulk_cpu_ratio_paired_median"] = statistics.median(pairs)
             if a.oracle:
                 # A third pass with a capture beside the fork (not beside the
                 # two above: tcpdump's CPU would blur their ratio).

@@ -72,6 +72,11 @@ def render(d):
                      big["utls"]["bulk"]["mb"], big["conns"], big["utls"]["bulk"]["cpu_ms"],
                      big["stock"]["bulk"]["cpu_ms"], big["bulk_cpu_ratio_tapped_vs_stock"],
                      len(big["utls"]["bulk"]["cpu_ms_runs"])))
+        if "bulk_cpu_ratio_pass_pairs" in big:
+            text += ("Pass by pass (each side's pass next to the other's, which cancels drift "
+                     "over the run): %s, median %.3f.\n" % (
+                         ", ".join("%.3f" % x for x in big["bulk_cpu_ratio_pass_pairs"]),
+                         big["bulk_cpu_ratio_paired_median"]))
     text += "\nTargets: " + ", ".join("%s %s" % (k, "yes" if v else "**no**")
                                        for k, v in d.get("targets", {}).items()) + ".\n"
     return text
