@@ -39,30 +39,9 @@
 #include <openssl/err.h>
 #include <openssl/utls.h>
 
+#include "tap_check.h"
+
 #include "example_util.h"
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-    failures += !ok;
-}
-
-static long rss_kb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            v = strtol(line + 6, NULL, 10);
-    fclose(f);
-    return v;
-}
 
 /* tcp_sockets: "TCP: inuse N orphan N tw N alloc N mem PAGES" of this
  * namespace (/proc/net/sockstat); alloc and mem into the out_ params. */
@@ -85,17 +64,6 @@ static void tcp_sockets(long *out_alloc, long *out_mem)
             *out_mem = strtol(p + 4, NULL, 10);
     }
     fclose(f);
-}
-
-static UTLS_TAP_GLOBAL_STATS tap_stats(void)
-{
-    UTLS_TAP_GLOBAL_STATS st;
-
-    if (!UTLS_tap_get_global_stats(&st, sizeof(st))) {
-        ERR_print_errors_fp(stderr);
-        exit(1);
-    }
-    return st;
 }
 
 static int client_connect(const struct sockaddr_in *to)
@@ -140,10 +108,9 @@ int main(int argc, char **argv)
 {
     long concurrent, churn, i, fds0, fds1, rss0, rss1, alloc0, alloc1, mem0, mem1;
     struct sockaddr_in addr;
-    socklen_t al = sizeof(addr);
     UTLS_TAP_LISTENER *tl;
     UTLS_TAP_GLOBAL_STATS st0, st;
-    int lfd, one = 1, *cfds = NULL, *sfds, go[2], done[2];
+    int lfd, *cfds = NULL, *sfds, go[2], done[2];
     pid_t child;
     char cmd;
     long tapped = 0, read_ok = 0, churn_tapped = 0, churn_read = 0;
@@ -165,16 +132,8 @@ int main(int argc, char **argv)
         printf("SKIP: needs root (AF_PACKET)\n");
         return 77;
     }
-    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    memset(&addr, 0, sizeof(addr));
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(lfd, 65535) != 0
-        || getsockname(lfd, (struct sockaddr *)&addr, &al) != 0) {
-        perror("listen");
+    if ((lfd = tap_loopback_listener(65535, &addr)) < 0)
         return 1;
-    }
     /*
      * The clients of phase 1 live in a child process: a process may hold
      * fewer descriptors than both ends of 10,000 connections (RLIMIT_NOFILE
@@ -229,21 +188,21 @@ int main(int argc, char **argv)
         tapped++;
         read_ok += BIO_read(bios[i], &got, 1) == 1;
     }
-    st = tap_stats();
+    st = tap_global_stats();
     printf("concurrent: %ld connections, %ld tapped, %ld read through the tap; table: %zu flows, "
            "%zu attached, %llu ring drops\n", concurrent, tapped, read_ok, st.flows, st.attached, (unsigned long long)st.ring_drops);
-    check(tapped == concurrent, "every concurrent connection found its ISN and got a tap");
-    check(read_ok == concurrent, "every concurrent connection's byte came through its tap");
+    tap_check(tapped == concurrent, "every concurrent connection found its ISN and got a tap");
+    tap_check(read_ok == concurrent, "every concurrent connection's byte came through its tap");
     (void)!write(go[1], "c", 1);
     if (read(done[0], &cmd, 1) != 1 || waitpid(child, NULL, 0) != child)
-        check(0, "the client process closed its connections");
-    check(st.attached == (size_t)concurrent, "the table holds every concurrent connection");
+        tap_check(0, "the client process closed its connections");
+    tap_check(st.attached == (size_t)concurrent, "the table holds every concurrent connection");
     for (i = 0; i < concurrent; i++) {
         BIO_free_all(bios[i]); /* the tap and its socket BIO */
         close(sfds[i]);
     }
-    st = tap_stats();
-    check(st.flows == 0 && st.attached == 0, "closing them all empties the table");
+    st = tap_global_stats();
+    tap_check(st.flows == 0 && st.attached == 0, "closing them all empties the table");
 
     /* 2. CHURN one after the other; the first tenth warms up. */
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -266,17 +225,17 @@ int main(int argc, char **argv)
         if (i + 1 == churn / 10) {
             usleep(100000); /* let the resets finish */
             fds0 = count_open_fds();
-            rss0 = rss_kb();
+            rss0 = tap_rss_kb();
             tcp_sockets(&alloc0, &mem0);
-            st0 = tap_stats();
+            st0 = tap_global_stats();
         }
     }
     usleep(200000);
     clock_gettime(CLOCK_MONOTONIC, &t2);
     fds1 = count_open_fds();
-    rss1 = rss_kb();
+    rss1 = tap_rss_kb();
     tcp_sockets(&alloc1, &mem1);
-    st = tap_stats();
+    st = tap_global_stats();
     snprintf(summary, sizeof(summary),
              "{\"concurrent\":%ld,\"concurrent_tapped\":%ld,\"concurrent_s\":%.2f,"
              "\"churn\":%ld,\"churn_tapped\":%ld,\"churn_read\":%ld,\"churn_s\":%.2f,"
@@ -297,19 +256,19 @@ int main(int argc, char **argv)
         fprintf(jf, "%s\n", summary);
         fclose(jf);
     }
-    check(churn_tapped == churn, "every churned connection got a tap");
-    check(churn_read == churn, "every churned connection's byte came through its tap");
-    check(fds1 == fds0, "no descriptor leaked");
-    check(st.flows == 0 && st.attached == 0 && st.unattached == 0, "no flow or ISN entry left");
-    check(st.ports == 1, "the filter holds the listener's port only");
-    check(st.kernel_bytes == st0.kernel_bytes, "the capture's kernel memory is unchanged");
-    check(rss1 <= rss0 + rss0 / 20 + 1024, "RSS back within 5% + 1 MiB of the warm-up");
-    check(alloc1 <= alloc0 + 2, "the kernel's TCP sockets back to the warm-up count");
+    tap_check(churn_tapped == churn, "every churned connection got a tap");
+    tap_check(churn_read == churn, "every churned connection's byte came through its tap");
+    tap_check(fds1 == fds0, "no descriptor leaked");
+    tap_check(st.flows == 0 && st.attached == 0 && st.unattached == 0, "no flow or ISN entry left");
+    tap_check(st.ports == 1, "the filter holds the listener's port only");
+    tap_check(st.kernel_bytes == st0.kernel_bytes, "the capture's kernel memory is unchanged");
+    tap_check(rss1 <= rss0 + rss0 / 20 + 1024, "RSS back within 5% + 1 MiB of the warm-up");
+    tap_check(alloc1 <= alloc0 + 2, "the kernel's TCP sockets back to the warm-up count");
     /* /proc/net/sockstat's "mem" counts every namespace's TCP buffers: other
      * programs move it, so it is reported, not checked. */
     printf("kernel TCP buffer pages (whole host): %ld after warm-up, %ld at the end\n", mem0,
            mem1);
     UTLS_tap_listener_free(tl);
     close(lfd);
-    return failures == 0 ? 0 : 1;
+    return tap_check_failures == 0 ? 0 : 1;
 }

@@ -36,42 +36,10 @@
 #include <openssl/err.h>
 #include <openssl/utls.h>
 
+#include "tap_check.h"
+
 #define INBOX_MAX_BYTES (4u << 20) /* UTLS_TAP_INBOX_MAX_BYTES */
 #define BATCH 2000                 /* well under the ring's 8,192 frames */
-
-static int failures;
-
-static void check(int ok, const char *what)
-{
-    printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-    failures += !ok;
-}
-
-static long rss_kb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-
-    if (f == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            v = strtol(line + 6, NULL, 10);
-    fclose(f);
-    return v;
-}
-
-static UTLS_TAP_GLOBAL_STATS tap_stats(void)
-{
-    UTLS_TAP_GLOBAL_STATS st;
-
-    if (!UTLS_tap_get_global_stats(&st, sizeof(st))) {
-        ERR_print_errors_fp(stderr);
-        exit(1);
-    }
-    return st;
-}
 
 /* poll_all drains the ring (the ready list it returns is not served: the
  * reader is not reading). */
@@ -91,10 +59,10 @@ static void poll_all(void)
 int main(int argc, char **argv)
 {
     struct sockaddr_in addr, cli;
-    socklen_t al = sizeof(addr), cl = sizeof(cli);
+    socklen_t cl = sizeof(cli);
     UTLS_TAP_LISTENER *tl;
     UTLS_TAP_GLOBAL_STATS st0, st1, st2;
-    int lfd, cfd, sfd, rfd, one = 1;
+    int lfd, cfd, sfd, rfd;
     long count, i, rss0, rss1, grown_kb;
     unsigned char byte = 'x', got = 0, pkt[sizeof(struct iphdr) + sizeof(struct tcphdr) + 1];
     struct iphdr *ip = (struct iphdr *)pkt;
@@ -110,16 +78,8 @@ int main(int argc, char **argv)
         printf("SKIP: needs root (AF_PACKET, raw socket)\n");
         return 77;
     }
-    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    memset(&addr, 0, sizeof(addr));
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    (void)setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(lfd, 16) != 0
-        || getsockname(lfd, (struct sockaddr *)&addr, &al) != 0) {
-        perror("listen");
+    if ((lfd = tap_loopback_listener(16, &addr)) < 0)
         return 1;
-    }
     if ((tl = UTLS_tap_listen(lfd)) == NULL) {
         ERR_print_errors_fp(stderr);
         return 1;
@@ -161,8 +121,8 @@ int main(int argc, char **argv)
     tcp->window = htons(1024);
     pkt[sizeof(pkt) - 1] = 'z';
     poll_all();
-    st0 = tap_stats();
-    rss0 = rss_kb();
+    st0 = tap_global_stats();
+    rss0 = tap_rss_kb();
     for (i = 0; i < count; i++) {
         tcp->seq = htonl((uint32_t)(64u << 20) + (uint32_t)i * 2u);
         if (sendto(rfd, pkt, sizeof(pkt), 0, (struct sockaddr *)&addr, sizeof(addr))
@@ -175,8 +135,8 @@ int main(int argc, char **argv)
     }
     usleep(20000);
     poll_all();
-    st1 = tap_stats();
-    rss1 = rss_kb();
+    st1 = tap_global_stats();
+    rss1 = tap_rss_kb();
     grown_kb = rss1 - rss0;
     printf("sprayed %ld: captured %llu, ring drops %llu, inbox %zu bytes, inbox drops %llu, "
            "RSS +%ld KiB\n",
@@ -185,31 +145,31 @@ int main(int argc, char **argv)
            (unsigned long long)(st1.inbox_drops - st0.inbox_drops), grown_kb);
     snprintf(what, sizeof(what), "the capture saw every sprayed segment (%llu of %ld)",
              (unsigned long long)(st1.packets - st0.packets), count);
-    check(st1.packets - st0.packets >= (uint64_t)count && st1.ring_drops == st0.ring_drops, what);
+    tap_check(st1.packets - st0.packets >= (uint64_t)count && st1.ring_drops == st0.ring_drops, what);
     snprintf(what, sizeof(what), "the inbox stayed within its bound (%zu <= %u bytes)",
              st1.inbox_bytes, INBOX_MAX_BYTES);
-    check(st1.inbox_bytes <= INBOX_MAX_BYTES, what);
+    tap_check(st1.inbox_bytes <= INBOX_MAX_BYTES, what);
     snprintf(what, sizeof(what), "the inbox refused the rest (%llu dropped)",
              (unsigned long long)(st1.inbox_drops - st0.inbox_drops));
-    check(st1.inbox_drops > st0.inbox_drops, what);
+    tap_check(st1.inbox_drops > st0.inbox_drops, what);
     snprintf(what, sizeof(what),
              "RSS grew by what the inbox says it holds (+%ld KiB <= %zu KiB + 2048 KiB)",
              grown_kb, st1.inbox_bytes / 1024);
-    check(rss0 > 0 && grown_kb <= (long)(st1.inbox_bytes / 1024) + 2048, what);
+    tap_check(rss0 > 0 && grown_kb <= (long)(st1.inbox_bytes / 1024) + 2048, what);
     /* The reader reads again: its drain takes the inbox (the validator
      * drops every sprayed segment: bad checksum). */
     if (write(cfd, &byte, 1) != 1)
         return 1;
     got = 0;
-    check(BIO_read(b, &got, 1) == 1 && got == byte, "the next byte still comes through the tap");
-    st2 = tap_stats();
+    tap_check(BIO_read(b, &got, 1) == 1 && got == byte, "the next byte still comes through the tap");
+    st2 = tap_global_stats();
     snprintf(what, sizeof(what), "the read emptied the inbox (%zu bytes left)", st2.inbox_bytes);
-    check(st2.inbox_bytes == 0, what);
+    tap_check(st2.inbox_bytes == 0, what);
     BIO_free(b);
     UTLS_tap_listener_free(tl);
     close(rfd);
     close(cfd);
     close(sfd);
     close(lfd);
-    return failures == 0 ? 0 : 1;
+    return tap_check_failures == 0 ? 0 : 1;
 }
