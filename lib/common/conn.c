@@ -178,6 +178,7 @@ void utls_conn_clear(utls_conn *c)
     utls_ern_keys_clear(&c->ern.next);
     OPENSSL_cleanse(c->ern.tls12_rx_key, sizeof(c->ern.tls12_rx_key));
     OPENSSL_cleanse(c->ern.tls12_rx_iv, sizeof(c->ern.tls12_rx_iv));
+    utls_ern_state_free(c);
     utls_aead_search_free(c->probe.search);
     OPENSSL_free(c->probe.search_out);
     if (c->rx.scratch != NULL)

@@ -26,15 +26,39 @@ uint64_t utls_ern_seal_low(const utls_conn *c, uint64_t dflt)
     uint64_t low = dflt;
     size_t i;
 
+    if (c->ern.slot == NULL)
+        return dflt;
     for (i = 0; i < UTLS_ERN_REORDER_WINDOW; i++)
         if (c->ern.slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern.slot[i].number < low)
             low = c->ern.slot[i].number;
     return low;
 }
 
+int utls_ern_slots_make(utls_conn *c)
+{
+    if (c->ern.slot == NULL
+        && (c->ern.slot = OPENSSL_zalloc(UTLS_ERN_REORDER_WINDOW * sizeof(*c->ern.slot)))
+               == NULL) {
+        utls_raise(UTLS_R_ERN_WINDOW, "no memory for the sealed records' slots");
+        return 0;
+    }
+    return 1;
+}
+
+void utls_ern_state_free(utls_conn *c)
+{
+    if (c->ern.slot != NULL)
+        OPENSSL_clear_free(c->ern.slot, UTLS_ERN_REORDER_WINDOW * sizeof(*c->ern.slot));
+    OPENSSL_free(c->ern.hint);
+    c->ern.slot = NULL;
+    c->ern.hint = NULL;
+    c->ern.num_hints = c->ern.hint_next = 0;
+}
+
 void utls_ern_slots_clear(utls_conn *c)
 {
-    OPENSSL_cleanse(c->ern.slot, sizeof(c->ern.slot));
+    if (c->ern.slot != NULL)
+        OPENSSL_cleanse(c->ern.slot, UTLS_ERN_REORDER_WINDOW * sizeof(*c->ern.slot));
     c->ern.num_sealed = 0;
     c->ern.wpending = 0;
 }
@@ -44,7 +68,7 @@ int utls_ern_find_sealed(const utls_conn *c, const unsigned char *rec, size_t le
 {
     size_t i;
 
-    if (rec == NULL || len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL)
+    if (rec == NULL || len < SSL3_RT_HEADER_LENGTH + UTLS_ERN_SEAL_TAIL || c->ern.slot == NULL)
         return -1;
     for (i = 0; i < UTLS_ERN_REORDER_WINDOW; i++)
         if (c->ern.slot[i].state == UTLS_ERN_SLOT_SEALED && c->ern.slot[i].len == len

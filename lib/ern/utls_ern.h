@@ -98,6 +98,14 @@ typedef struct {
 
 /* The per-connection state of explicit record numbers: the negotiation and
  * both directions (utls_conn_st.ern). */
+/* A record sealed out of sequence order and not yet written (UTLS_ern_seal). */
+typedef struct {
+    int state; /* UTLS_ERN_SLOT_* */
+    uint64_t number;
+    size_t len;
+    unsigned char tail[UTLS_ERN_SEAL_TAIL]; /* the record's last bytes: its tag or MAC */
+} utls_ern_slot;
+
 typedef struct {
     int tokens_ready;
     unsigned char token[3][UTLS_ERN_TOKEN_LEN];
@@ -120,13 +128,11 @@ typedef struct {
     unsigned char tls12_rx_key[32];
     unsigned char tls12_rx_iv[16]; /* GCM: the 4-byte salt; CBC: the first chaining IV */
     /* Out-of-sequence sending (UTLS_ern_seal): sealed unwritten records,
-     * slot = number mod UTLS_ERN_REORDER_WINDOW (they all lie in one window). */
-    struct {
-        int state; /* UTLS_ERN_SLOT_* */
-        uint64_t number;
-        size_t len;
-        unsigned char tail[UTLS_ERN_SEAL_TAIL]; /* the record's last bytes: its tag or MAC */
-    } slot[UTLS_ERN_REORDER_WINDOW];
+     * slot = number mod UTLS_ERN_REORDER_WINDOW (they all lie in one window).
+     * UTLS_ERN_REORDER_WINDOW of them, made at the first seal
+     * (utls_ern_slots_make): most connections never seal, and a server
+     * with thousands of them would otherwise hold 2.5 KiB each. */
+    utls_ern_slot *slot;
     size_t num_sealed;
     int sealing;          /* inside UTLS_ern_seal: do not count as written */
     uint64_t seal_next;   /* the write sequence after the last seal */
@@ -145,7 +151,7 @@ typedef struct {
     int ooo_verdict;
     /* Numbers the out-of-order side matched, by stream offset, so that the
      * in-order check and later tries of the same header test them first. */
-    utls_ern_hint hint[UTLS_ERN_HINTS];
+    utls_ern_hint *hint; /* UTLS_ERN_HINTS of them, made at the first added */
     size_t num_hints, hint_next;
 } utls_ern_state;
 
@@ -209,6 +215,11 @@ void utls_ern_hint_add(utls_conn *c, uint64_t offset, uint64_t n);
 /* slots.c: the sealed, unwritten records. utls_ern_seal_low: the lowest
  * number sealed and not written, or |dflt| when none is. */
 uint64_t utls_ern_seal_low(const utls_conn *c, uint64_t dflt);
+/* utls_ern_slots_make makes the slots if they are not made yet. Returns 1,
+ * or 0 with an error raised. */
+int utls_ern_slots_make(utls_conn *c);
+/* utls_ern_state_free frees the slots and the hints (utls_conn_clear). */
+void utls_ern_state_free(utls_conn *c);
 /* utls_ern_slots_clear forgets every sealed record. */
 void utls_ern_slots_clear(utls_conn *c);
 /* utls_ern_find_sealed: the slot of the sealed record |rec| (|len| bytes),

@@ -154,6 +154,9 @@ void utls_ern_hint_add(utls_conn *c, uint64_t offset, uint64_t n)
 {
     size_t i;
 
+    if (c->ern.hint == NULL
+        && (c->ern.hint = OPENSSL_malloc(UTLS_ERN_HINTS * sizeof(*c->ern.hint))) == NULL)
+        return; /* a hint only spares a search */
     for (i = 0; i < c->ern.num_hints; i++)
         if (c->ern.hint[i].offset == offset)
             break;

@@ -133,6 +133,8 @@ int UTLS_ern_seal(SSL *s, const void *buf, size_t len, unsigned char *out, size_
                    (unsigned long long)m);
         return 0;
     }
+    if (!utls_ern_slots_make(c))
+        return 0;
     slot = (size_t)(m % UTLS_ERN_REORDER_WINDOW);
     if (c->ern.slot[slot].state != UTLS_ERN_SLOT_FREE) { /* excluded by the window */
         utls_raise(UTLS_R_ERN_WINDOW, "slot of %llu in use", (unsigned long long)m);
@@ -221,7 +223,8 @@ int UTLS_ern_drop(SSL *s, uint64_t number)
 
     if ((c = ern_tx_usable(s)) == NULL)
         return 0;
-    if (c->ern.slot[slot].state != UTLS_ERN_SLOT_SEALED || c->ern.slot[slot].number != number
+    if (c->ern.slot == NULL || c->ern.slot[slot].state != UTLS_ERN_SLOT_SEALED
+        || c->ern.slot[slot].number != number
         || (c->ern.wpending && c->ern.wpending_number == number)) {
         utls_raise(UTLS_R_ERN_NOT_SEALED, "number %llu", (unsigned long long)number);
         return 0;

@@ -13,6 +13,14 @@
 
 #include "common/utls_conn.h"
 
+/* The error queue: only the reason of the last error raised. */
+static int last_reason;
+void utls_raise(int reason, const char *fmt, ...)
+{
+    (void)fmt;
+    last_reason = reason;
+}
+
 static utls_conn *conn_new(void)
 {
     utls_conn *c = calloc(1, sizeof(*c));
@@ -20,6 +28,13 @@ static utls_conn *conn_new(void)
     assert_non_null(c);
     c->ern.rx = 1; /* the peer's records carry numbers */
     return c;
+}
+
+/* conn_free frees what the window and the slots made (utls_ern_state_free). */
+static void conn_free(utls_conn *c)
+{
+    utls_ern_state_free(c);
+    free(c);
 }
 
 /* The first numbered record as the read hook starts the window at |ctr|. */
@@ -49,7 +64,7 @@ static void test_ern_window_in_sequence(void **state)
     assert_true(utls_ern_inorder_seen(c, 11));
     assert_true(utls_ern_inorder_seen(c, 10));
     assert_false(utls_ern_inorder_seen(c, 12));
-    free(c);
+    conn_free(c);
 }
 
 static void test_ern_window_reordered(void **state)
@@ -69,7 +84,7 @@ static void test_ern_window_reordered(void **state)
     /* Far ahead: everything a window below the new top counts as seen. */
     note(c, 4 + UTLS_ERN_REORDER_WINDOW + 10);
     assert_true(utls_ern_inorder_seen(c, 2));
-    free(c);
+    conn_free(c);
 }
 
 static void test_ern_window_unchecked_restarts(void **state)
@@ -88,7 +103,7 @@ static void test_ern_window_unchecked_restarts(void **state)
     c->ern.rx = 0;
     window_start(c, 0);
     assert_int_equal(utls_ern_window_note(c, 0), 0);
-    free(c);
+    conn_free(c);
 }
 
 static void test_ern_window_hints_ring(void **state)
@@ -117,7 +132,7 @@ static void test_ern_window_hints_ring(void **state)
     assert_int_equal(utls_ern_hint_find(c, 100, &n), 0);
     assert_int_equal(utls_ern_hint_find(c, 100 + UTLS_ERN_HINTS * 50, &n), 1);
     assert_int_equal(n, UTLS_ERN_HINTS);
-    free(c);
+    conn_free(c);
 }
 
 static void test_ern_window_sealed_slots(void **state)
@@ -127,7 +142,13 @@ static void test_ern_window_sealed_slots(void **state)
 
     (void)state;
     memset(rec, 0x42, sizeof(rec));
+    /* Nothing sealed yet: no slots made, and none is found. */
+    assert_null(c->ern.slot);
     assert_int_equal(utls_ern_seal_low(c, 99), 99);
+    assert_int_equal(utls_ern_find_sealed(c, rec, sizeof(rec)), -1);
+    utls_ern_slots_clear(c);
+    assert_int_equal(utls_ern_slots_make(c), 1);
+    assert_non_null(c->ern.slot);
     c->ern.slot[3].state = UTLS_ERN_SLOT_SEALED;
     c->ern.slot[3].number = 3;
     c->ern.slot[3].len = sizeof(rec);
@@ -143,7 +164,7 @@ static void test_ern_window_sealed_slots(void **state)
     utls_ern_slots_clear(c);
     assert_int_equal(c->ern.num_sealed, 0);
     assert_int_equal(utls_ern_seal_low(c, 99), 99);
-    free(c);
+    conn_free(c);
 }
 
 int main(void)
