@@ -458,7 +458,7 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
     tap_flow *f;
     tap_pkt *pkt;
     int behind = 0, at_read = 0;
-    size_t cost;
+    size_t kept, cost;
 
     if (!utls_tap_parse_segment(p, len, 0, 0, &seg)) {
         hub.st.malformed++;
@@ -488,10 +488,11 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
          * one the kernel rejects is looked at with the next segment. */
         at_read = !behind && (uint32_t)(rs - seg.seq) < (1u << 30);
     }
-    cost = UTLS_TAP_PKT_COST(behind ? 0 : seg.payload_len);
+    kept = behind ? 0 : seg.payload_len;
+    cost = UTLS_TAP_PKT_COST(kept);
     if (f->in_bytes + cost > UTLS_TAP_INBOX_MAX_BYTES
         || hub.inbox_total + cost > UTLS_TAP_INBOX_TOTAL_MAX_BYTES
-        || (pkt = OPENSSL_malloc(sizeof(*pkt) + (behind ? 0 : seg.payload_len))) == NULL) {
+        || (pkt = OPENSSL_malloc(sizeof(*pkt) + kept)) == NULL) {
         hub.st.inbox_drops++;
         return;
     }
@@ -505,8 +506,7 @@ static void ring_process(const unsigned char *p, size_t len, unsigned int status
     pkt->len = seg.payload_len;
     pkt->arrival_ns = arrival_ns;
     pkt->seen_ns = seen_ns;
-    if (!behind)
-        memcpy(pkt->data, seg.payload, seg.payload_len);
+    memcpy(pkt->data, seg.payload, kept);
     if (f->in_tail != NULL)
         f->in_tail->next = pkt;
     else

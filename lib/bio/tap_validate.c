@@ -72,16 +72,6 @@ static uint64_t csum_add(uint64_t sum, const unsigned char *p, size_t len)
     return sum;
 }
 
-/* csum_add16 adds the 16-bit value |v|, a word in network byte order, to a
- * host-order sum (csum_add). */
-static uint64_t csum_add16(uint64_t sum, uint16_t v)
-{
-    unsigned char b[2] = {(unsigned char)(v >> 8), (unsigned char)v};
-    uint16_t h;
-
-    memcpy(&h, b, 2);
-    return sum + h;
-}
 
 static uint16_t csum_fold(uint64_t sum)
 {
@@ -132,9 +122,10 @@ int utls_tap_tcp_checksum_ok_pkt(const unsigned char *pkt, size_t len)
         /* RFC 8200 8.1: source, destination, upper-layer length, next header. */
         sum = csum_add(0, pkt + 8, 32);
     }
-    sum = csum_add16(sum, IPPROTO_TCP);
-    sum = csum_add16(sum, (uint16_t)(tcp_len >> 16)); /* IPv6: a 32-bit length */
-    sum = csum_add16(sum, (uint16_t)tcp_len);
+    /* Words of the pseudo-header, as they lie in memory: network order. */
+    sum += htons(IPPROTO_TCP);
+    sum += htons((uint16_t)(tcp_len >> 16)); /* IPv6: a 32-bit length */
+    sum += htons((uint16_t)tcp_len);
     sum = csum_add(sum, pkt + off, tcp_len);
     return csum_fold(sum) == 0xffff;
 }

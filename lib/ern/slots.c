@@ -6,6 +6,9 @@
 
 #include "common/utls_conn.h"
 
+/* The slots' memory (utls_ern_state.slot). */
+#define ERN_SLOTS_BYTES (UTLS_ERN_REORDER_WINDOW * sizeof(utls_ern_slot))
+
 /* --- Sending out of sequence order (docs/ern.md) ---------------------------- */
 
 /*
@@ -36,9 +39,7 @@ uint64_t utls_ern_seal_low(const utls_conn *c, uint64_t dflt)
 
 int utls_ern_slots_make(utls_conn *c)
 {
-    if (c->ern.slot == NULL
-        && (c->ern.slot = OPENSSL_zalloc(UTLS_ERN_REORDER_WINDOW * sizeof(*c->ern.slot)))
-               == NULL) {
+    if (c->ern.slot == NULL && (c->ern.slot = OPENSSL_zalloc(ERN_SLOTS_BYTES)) == NULL) {
         utls_raise(UTLS_R_ERN_WINDOW, "no memory for the sealed records' slots");
         return 0;
     }
@@ -48,7 +49,7 @@ int utls_ern_slots_make(utls_conn *c)
 void utls_ern_state_free(utls_conn *c)
 {
     if (c->ern.slot != NULL)
-        OPENSSL_clear_free(c->ern.slot, UTLS_ERN_REORDER_WINDOW * sizeof(*c->ern.slot));
+        OPENSSL_clear_free(c->ern.slot, ERN_SLOTS_BYTES);
     OPENSSL_free(c->ern.hint);
     c->ern.slot = NULL;
     c->ern.hint = NULL;
@@ -58,7 +59,7 @@ void utls_ern_state_free(utls_conn *c)
 void utls_ern_slots_clear(utls_conn *c)
 {
     if (c->ern.slot != NULL)
-        OPENSSL_cleanse(c->ern.slot, UTLS_ERN_REORDER_WINDOW * sizeof(*c->ern.slot));
+        OPENSSL_cleanse(c->ern.slot, ERN_SLOTS_BYTES);
     c->ern.num_sealed = 0;
     c->ern.wpending = 0;
 }
