@@ -2,6 +2,7 @@
 """What a packet ring costs an unrelated bulk TCP flow on the same host.
 
 Usage: ring_timer.py [--runs 6] [--mb 2048] [--variants v3-1,v3-100,v2,filter,tap]
+                      [--bulk-bin build/bench/scale/bulkflow]
 
 In a network namespace of its own (unshare -n, loopback only), each run
 times the CPU (user + sys of both ends) of an MB-MiB TCP transfer over
@@ -37,6 +38,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bulkflow  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 ETH_P_ALL = 3
 SOL_PACKET = 263
@@ -85,7 +88,7 @@ def inside(a):
             for side in (("with", "without") if i % 2 == 0 else ("without", "with")):
                 keep = open_socket(v) if side == "with" else None
                 time.sleep(0.2)
-                runs[side].append(round(bulkflow.cpu_ms(a.mb, port)[0]))
+                runs[side].append(round(bulkflow.cpu_ms(a.mb, port, a.bulk_bin)[0]))
                 port += 1
                 del keep
             print("ring_timer: %s run %d of %d: %d ms with, %d without"
@@ -101,6 +104,8 @@ def main():
     ap.add_argument("--runs", type=int, default=6)
     ap.add_argument("--mb", type=int, default=2048)
     ap.add_argument("--variants", default="v3-1,v3-100,v2,filter,tap")
+    ap.add_argument("--bulk-bin", default=bulkflow.default_bin(os.path.join(ROOT, "build")),
+                    help="the bulk flow program (default: build/bench/scale/bulkflow)")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.inside:
@@ -110,7 +115,7 @@ def main():
         return 77
     return subprocess.run(["unshare", "-n", sys.executable, os.path.abspath(__file__), "--inside",
                            "--runs", str(a.runs), "--mb", str(a.mb), "--variants",
-                           a.variants]).returncode
+                           a.variants, "--bulk-bin", os.path.abspath(a.bulk_bin)]).returncode
 
 
 if __name__ == "__main__":
