@@ -70,8 +70,8 @@ def render(d):
         text += ("\nA bulk TCP flow of %d MiB over the receiver's loopback beside %d idle "
                  "connections, each time next to the same flow in a control namespace (no tap), "
                  "%d pairs per side: it costs %.3f times its control beside the tapped server "
-                 "and %.3f beside the stock one (medians of the pairs' ratios), so the tap costs "
-                 "it **%.3f**. Medians of the samples themselves, minutes apart: %.0f ms "
+                 "and %.3f beside the stock one (medians of the pairs' ratios): beside the tap it "
+                 "costs **%.3f** times as much. Medians of the samples themselves, minutes apart: %.0f ms "
                  "tapped, %.0f ms stock (%.3f).\n" % (
                      ub["mb"], big["conns"], len(ub["vs_control_runs"]), ub["vs_control"],
                      sb["vs_control"], big["bulk_cpu_tap_cost"], ub["cpu_ms"], sb["cpu_ms"],
