@@ -3,6 +3,7 @@
  * unwritten records, slot = number mod UTLS_ERN_REORDER_WINDOW.
  */
 #include <string.h>
+#include <openssl/err.h>
 
 #include "common/utls_conn.h"
 
@@ -40,7 +41,8 @@ uint64_t utls_ern_seal_low(const utls_conn *c, uint64_t dflt)
 int utls_ern_slots_make(utls_conn *c)
 {
     if (c->ern.slot == NULL && (c->ern.slot = OPENSSL_zalloc(ERN_SLOTS_BYTES)) == NULL) {
-        utls_raise(UTLS_R_ERN_WINDOW, "no memory for the sealed records' slots");
+        ERR_raise_data(ERR_LIB_SSL, ERR_R_MALLOC_FAILURE, "the sealed records' slots (%zu bytes)",
+                       (size_t)ERN_SLOTS_BYTES);
         return 0;
     }
     return 1;
