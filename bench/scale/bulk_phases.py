@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""bulk_phases.py: what the tapped server costs an unrelated bulk flow, phase
+by phase (by hand, needs root; docs/tap.md, COST).
+
+  bulk_phases.py --build BUILD [--conns 100] [--pairs 24] [--mode utls|tls]
+                 [--mb 2048]
+
+On one testbed (tools/testbed: 100 ms RTT, 2% loss), examples/utls-server
+(--mode utls: the fork and the process-wide tap; tls: the same server in
+order) runs in the receiver's namespace and a load client (the system
+libssl) opens CONNS connections to it, sends a little and holds them idle.
+Then three phases, each PAIRS pairs of the bulk flow (bench/scale/bulkflow.c,
+MB MiB over loopback) run back to back in the receiver's namespace and in the
+sender's (alternating order): with the connections open; after the load
+client closed them, the server still up; with no server. Prints, per phase,
+the median of the pairs' ratios (receiver over sender) and that of each
+half of the pairs (their spread shows the noise), and writes the same as
+JSON to stdout's last line. The first two phases against the third give the
+server's cost to the flow, with and without its connections.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bulkflow  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TB = os.path.join(ROOT, "tools", "testbed", "testbed")
+PORT = 4433
+
+
+def log(msg):
+    print("bulk_phases: " + msg, file=sys.stderr, flush=True)
+
+
+def wait_for(path, what, proc, timeout_s=120):
+    """Waits until |path| exists and is not empty; raises if |proc| ends or
+    the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not (os.path.exists(path) and os.path.getsize(path) > 0):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("%s did not come (exit %s)" % (what, proc.poll()))
+        time.sleep(0.05)
+
+
+class Phases:
+    def __init__(self, a, prefix):
+        self.a, self.prefix, self.port = a, prefix, 7000
+
+    def ex(self, where):
+        return [TB, "--prefix", self.prefix, "exec", where, "--"]
+
+    def pairs(self, label):
+        ratios = []
+        for i in range(self.a.pairs):
+            got = {}
+            for where in (("receiver", "sender") if i % 2 == 0 else ("sender", "receiver")):
+                self.port += 1
+                got[where] = bulkflow.cpu_ms(self.a.mb, self.port, self.a.bulk_bin,
+                                             wrap=self.ex(where))[0]
+            ratios.append(got["receiver"] / got["sender"])
+        h = len(ratios) // 2
+        res = {"phase": label, "ratio": statistics.median(ratios),
+               "halves": [statistics.median(ratios[:h]), statistics.median(ratios[h:])],
+               "ratios": ratios}
+        log("%-34s receiver/sender %.3f (halves %.3f, %.3f)"
+            % (label, res["ratio"], res["halves"][0], res["halves"][1]))
+        return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--conns", type=int, default=100)
+    ap.add_argument("--pairs", type=int, default=24)
+    ap.add_argument("--mode", choices=("utls", "tls"), default="utls")
+    ap.add_argument("--mb", type=int, default=2048)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: bulk_phases needs root (testbed, AF_PACKET)")
+        return 77
+    a.bulk_bin = bulkflow.default_bin(a.build)
+    bins = os.path.join(a.build, "examples", "utls-server")
+    prefix = "ubp%d" % (os.getpid() % 100000)
+    work = tempfile.mkdtemp(prefix="bulk-phases.")
+    os.chmod(work, 0o755)
+    f = {k: os.path.join(work, k) for k in ("ready", "mark", "release", "load.jsonl")}
+    up = ["up", "--rtt", "100", "--loss", "2", "--seed", "2020", "--queue", "10000"]
+    nfq = os.path.join(a.build, "tools", "testbed", "nfq-delay")
+    if os.path.exists(nfq):
+        up += ["--bin", nfq]
+    server = load = None
+    out = {"bench": "bulk_phases", "mode": a.mode, "conns": a.conns, "mb": a.mb, "phases": []}
+    try:
+        subprocess.run([TB, "--prefix", prefix, "-q", "down"], check=False)
+        subprocess.run([TB, "--prefix", prefix, "-q"] + up, check=True)
+        addr = subprocess.run([TB, "--prefix", prefix, "addr", "receiver"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        p = Phases(a, prefix)
+        server = subprocess.Popen(p.ex("receiver") + [
+            os.path.join(bins, "utls-server"), "serve", "--listen", "0.0.0.0:%d" % PORT,
+            "--mode", a.mode, "--rtt-ms", "100", "--ready", f["ready"], "--quiet"],
+            stdout=subprocess.DEVNULL)
+        wait_for(f["ready"], "the server", server)
+        load = subprocess.Popen(p.ex("sender") + [
+            os.path.join(bins, "utls-server-stock"), "load", "--connect", "%s:%d" % (addr, PORT),
+            "--conns", str(a.conns), "--rate", "200", "--burst", "8", "--size", "1400",
+            "--duration-ms", "1000", "--rtt-ms", "100", "--hold-ms", "600000",
+            "--mark", f["mark"], "--release", f["release"], "--out", f["load.jsonl"], "--quiet"])
+        while not os.path.exists(f["mark"]):
+            if load.poll() is not None:
+                raise RuntimeError("the load client ended early")
+            time.sleep(0.1)
+        time.sleep(2.0)  # the data phase's retransmissions are over
+        out["phases"].append(p.pairs("%s server, %d idle connections" % (a.mode, a.conns)))
+        open(f["release"], "w").close()
+        load.wait(timeout=120)
+        time.sleep(1.0)
+        out["phases"].append(p.pairs("%s server, no connections" % a.mode))
+        server.terminate()
+        server.wait(timeout=60)
+        time.sleep(0.5)
+        out["phases"].append(p.pairs("no server"))
+    finally:
+        for proc in (load, server):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+        subprocess.run([TB, "--prefix", prefix, "-q", "down"], check=False)
+        subprocess.run(["rm", "-rf", work])
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
