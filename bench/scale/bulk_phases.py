@@ -29,10 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bulkflow  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TB = os.path.join(ROOT, "tools", "testbed", "testbed")
-PORT = 4433
+from run import PORT, TB, load_command, testbed_up  # noqa: E402
 
 
 def log(msg):
@@ -59,11 +56,8 @@ class Phases:
     def pairs(self, label):
         ratios = []
         for i in range(self.a.pairs):
-            got = {}
-            for where in (("receiver", "sender") if i % 2 == 0 else ("sender", "receiver")):
-                self.port += 1
-                got[where] = bulkflow.cpu_ms(self.a.mb, self.port, self.a.bulk_bin,
-                                             wrap=self.ex(where))[0]
+            self.port += 1
+            got = bulkflow.pair(i, self.a.mb, self.port, self.a.bulk_bin, self.ex)
             ratios.append(got["receiver"] / got["sender"])
         h = len(ratios) // 2
         res = {"phase": label, "ratio": statistics.median(ratios),
@@ -91,28 +85,20 @@ def main():
     work = tempfile.mkdtemp(prefix="bulk-phases.")
     os.chmod(work, 0o755)
     f = {k: os.path.join(work, k) for k in ("ready", "mark", "release", "load.jsonl")}
-    up = ["up", "--rtt", "100", "--loss", "2", "--seed", "2020", "--queue", "10000"]
-    nfq = os.path.join(a.build, "tools", "testbed", "nfq-delay")
-    if os.path.exists(nfq):
-        up += ["--bin", nfq]
+    nfq = os.environ.get("UTLS_NFQ_DELAY") or os.path.join(a.build, "tools", "testbed",
+                                                            "nfq-delay")
     server = load = None
     out = {"bench": "bulk_phases", "mode": a.mode, "conns": a.conns, "mb": a.mb, "phases": []}
     try:
-        subprocess.run([TB, "--prefix", prefix, "-q", "down"], check=False)
-        subprocess.run([TB, "--prefix", prefix, "-q"] + up, check=True)
-        addr = subprocess.run([TB, "--prefix", prefix, "addr", "receiver"], check=True,
-                              capture_output=True, text=True).stdout.strip()
+        addr = testbed_up(prefix, nfq if os.path.exists(nfq) else None)
         p = Phases(a, prefix)
         server = subprocess.Popen(p.ex("receiver") + [
             os.path.join(bins, "utls-server"), "serve", "--listen", "0.0.0.0:%d" % PORT,
             "--mode", a.mode, "--rtt-ms", "100", "--ready", f["ready"], "--quiet"],
             stdout=subprocess.DEVNULL)
         wait_for(f["ready"], "the server", server)
-        load = subprocess.Popen(p.ex("sender") + [
-            os.path.join(bins, "utls-server-stock"), "load", "--connect", "%s:%d" % (addr, PORT),
-            "--conns", str(a.conns), "--rate", "200", "--burst", "8", "--size", "1400",
-            "--duration-ms", "1000", "--rtt-ms", "100", "--hold-ms", "600000",
-            "--mark", f["mark"], "--release", f["release"], "--out", f["load.jsonl"], "--quiet"])
+        load = subprocess.Popen(load_command(bins, prefix, addr, a.conns, 200, 8, 1400, 1000,
+                                             600000, f["mark"], f["release"], f["load.jsonl"]))
         while not os.path.exists(f["mark"]):
             if load.poll() is not None:
                 raise RuntimeError("the load client ended early")

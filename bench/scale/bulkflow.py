@@ -6,8 +6,6 @@ user + sys CPU."""
 import os
 import subprocess
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 
 def default_bin(build):
     """Where the build directory |build| has the bulkflow program."""
@@ -25,3 +23,14 @@ def cpu_ms(mb, port, binary, wrap=()):
         raise RuntimeError("bulk flow: %s (exit %d)" % (r.stderr.strip(), r.returncode))
     cpu, wall = r.stdout.split()
     return float(cpu), float(wall)
+
+
+def pair(i, mb, port, binary, wrap_of):
+    """One pair: the flow in the receiver's namespace and in the sender's
+    (the control), back to back, the receiver first when |i| is even.
+    wrap_of(where) gives the command that enters namespace |where|. Returns
+    {"receiver": cpu_ms, "sender": cpu_ms}."""
+    got = {}
+    for where in (("receiver", "sender") if i % 2 == 0 else ("sender", "receiver")):
+        got[where] = cpu_ms(mb, port, binary, wrap=wrap_of(where))[0]
+    return got

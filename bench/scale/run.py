@@ -68,6 +68,32 @@ def tb(prefix, *args, check=True, **kw):
     return subprocess.run([TB, "--prefix", prefix] + list(args), check=check, **kw)
 
 
+def testbed_up(prefix, nfq_bin=None):
+    """Brings the bench's testbed up under |prefix| (100 ms RTT, 2% loss on
+    the data direction, seeded; NFQ_BIN: the nfq-delay program, where the
+    kernel has no netem) and returns the receiver's address."""
+    up = ["up", "--rtt", "100", "--loss", "2", "--seed", "2020", "--queue", "10000"]
+    if nfq_bin:
+        up += ["--bin", nfq_bin]
+    tb(prefix, "-q", "down", check=False)
+    tb(prefix, "-q", *up)
+    return tb(prefix, "addr", "receiver", capture_output=True, text=True).stdout.strip()
+
+
+def load_command(bin_dir, prefix, addr, n, rate, burst, size, duration_ms, hold_ms, mark,
+                 release, out):
+    """The load client (utls-server-stock load, the system libssl) in the
+    sender's namespace: N connections to ADDR:PORT, RATE records/s of SIZE
+    bytes for DURATION_MS, then held open for up to HOLD_MS (until RELEASE
+    exists); MARK is made when the data phase ends."""
+    return [TB, "--prefix", prefix, "exec", "sender", "--",
+            os.path.join(bin_dir, "utls-server-stock"), "load",
+            "--connect", "%s:%d" % (addr, PORT), "--conns", str(n), "--rate", str(rate),
+            "--burst", str(burst), "--size", str(size), "--duration-ms", str(duration_ms),
+            "--rtt-ms", "100", "--hold-ms", str(hold_ms), "--mark", mark, "--release", release,
+            "--out", out, "--quiet"]
+
+
 def start_capture(prefix, pcap):
     """tcpdump in the receiver namespace, headers of the segments toward the
     server (the oracle needs no payload), until stop_capture()."""
@@ -94,7 +120,6 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
     its result dict. With |oracle| (side "utls" only) a capture runs beside
     it and the result holds the oracle's numbers (oracle.summarize)."""
     server_bin = os.path.join(a.bin_dir, "utls-server-stock" if side == "stock" else "utls-server")
-    load_bin = os.path.join(a.bin_dir, "utls-server-stock")
     sout = os.path.join(work, "serve-%s-%d.jsonl" % (side, n))
     lout = os.path.join(work, "load-%s-%d.jsonl" % (side, n))
     mark = os.path.join(work, "mark-%s-%d" % (side, n))
@@ -121,13 +146,9 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
         hold = 0
         if bulk:
             hold = 3 * 60 * 1000  # ended by the bulk measurement below
-        load = subprocess.Popen([TB, "--prefix", prefix, "exec", "sender", "--", load_bin, "load",
-                                 "--connect", "%s:%d" % (a.receiver_addr, PORT), "--conns", str(n),
-                                 "--rate", str(a.rate), "--burst", str(a.burst),
-                                 "--size", str(a.size), "--duration-ms",
-                                 str(a.duration_ms), "--rtt-ms", "100", "--hold-ms", str(hold),
-                                 "--mark", mark, "--release", release, "--out", lout,
-                                 "--quiet"])
+        load = subprocess.Popen(load_command(a.bin_dir, prefix, a.receiver_addr, n, a.rate,
+                                             a.burst, a.size, a.duration_ms, hold, mark, release,
+                                             lout))
         bulk_res = None
         if bulk:
             while not os.path.exists(mark):
@@ -145,10 +166,10 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
             # taken minutes apart cancels; a pair's ratio does.
             runs, control = [], []
             for i in range(a.bulk_runs):
-                for where in (("receiver", "sender") if i % 2 == 0 else ("sender", "receiver")):
-                    cpu, wall = bulkflow.cpu_ms(a.bulk_mb, 5001 + i, a.bulk_bin,
-                                                wrap=[TB, "--prefix", prefix, "exec", where, "--"])
-                    (runs if where == "receiver" else control).append(cpu)
+                got = bulkflow.pair(i, a.bulk_mb, 5001 + i, a.bulk_bin,
+                                    lambda where: [TB, "--prefix", prefix, "exec", where, "--"])
+                runs.append(got["receiver"])
+                control.append(got["sender"])
                 log("  bulk flow beside %d idle %s connections: %.0f ms CPU, %.0f ms in the "
                     "control namespace (%.3f)" % (n, side, runs[-1], control[-1],
                                                   runs[-1] / control[-1]))
@@ -275,19 +296,12 @@ def main():
     prefix = "usc%d" % (os.getpid() % 100000)
     work = tempfile.mkdtemp(prefix="bench-scale.")
     os.chmod(work, 0o755)
-    env_bin = os.environ.get("UTLS_NFQ_DELAY")
-    up = ["up", "--rtt", "100", "--loss", "2", "--seed", "2020", "--queue", "10000"]
-    if env_bin:
-        up += ["--bin", env_bin]
     result = {"bench": "scale", "passes": a.passes,
               "host_cpu": "online CPUs x window - (idle + iowait), /proc/stat",
               "rate": a.rate, "burst": a.burst, "size": a.size, "duration_ms": a.duration_ms,
               "rtt_ms": 100, "loss_pct": 2, "runs": []}
     try:
-        tb(prefix, "-q", "down", check=False)
-        tb(prefix, "-q", *up)
-        a.receiver_addr = tb(prefix, "addr", "receiver", capture_output=True,
-                             text=True).stdout.strip()
+        a.receiver_addr = testbed_up(prefix, os.environ.get("UTLS_NFQ_DELAY"))
         for n in ns:
             bulk = n == max(ns)
             row = {"conns": n}

@@ -72,7 +72,6 @@ static uint64_t csum_add(uint64_t sum, const unsigned char *p, size_t len)
     return sum;
 }
 
-
 static uint16_t csum_fold(uint64_t sum)
 {
     while (sum >> 16)

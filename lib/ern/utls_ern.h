@@ -96,8 +96,6 @@ typedef struct {
     unsigned char iv[12];
 } utls_ern_keys;
 
-/* The per-connection state of explicit record numbers: the negotiation and
- * both directions (utls_conn_st.ern). */
 /* A record sealed out of sequence order and not yet written (UTLS_ern_seal). */
 typedef struct {
     int state; /* UTLS_ERN_SLOT_* */
@@ -106,6 +104,8 @@ typedef struct {
     unsigned char tail[UTLS_ERN_SEAL_TAIL]; /* the record's last bytes: its tag or MAC */
 } utls_ern_slot;
 
+/* The per-connection state of explicit record numbers: the negotiation and
+ * both directions (utls_conn_st.ern). */
 typedef struct {
     int tokens_ready;
     unsigned char token[3][UTLS_ERN_TOKEN_LEN];

@@ -13,14 +13,6 @@
 
 #include "common/utls_conn.h"
 
-/* The error queue: only the reason of the last error raised. */
-static int last_reason;
-void utls_raise(int reason, const char *fmt, ...)
-{
-    (void)fmt;
-    last_reason = reason;
-}
-
 static utls_conn *conn_new(void)
 {
     utls_conn *c = calloc(1, sizeof(*c));
