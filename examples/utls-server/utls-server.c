@@ -594,13 +594,15 @@ static int worker(int lfd, int index)
                                 ",\"tap\":{\"open\":%d,\"flows\":%zu,\"attached\":%zu,"
                                 "\"unattached\":%zu,\"ports\":%zu,\"kernel_bytes\":%llu,"
                                 "\"packets\":%llu,\"foreign\":%llu,\"ring_drops\":%llu,"
-                                "\"inbox_drops\":%llu,\"isn_from_kernel\":%llu}",
+                                "\"inbox_drops\":%llu,\"isn_from_kernel\":%llu,"
+                                "\"isn_sockops\":%d,\"isn_from_sockops\":%llu}",
                                 st.open, st.flows, st.attached, st.unattached, st.ports,
                                 (unsigned long long)st.kernel_bytes,
                                 (unsigned long long)st.packets, (unsigned long long)st.foreign,
                                 (unsigned long long)st.ring_drops,
                                 (unsigned long long)st.inbox_drops,
-                                (unsigned long long)st.isn_from_kernel);
+                                (unsigned long long)st.isn_from_kernel, st.isn_sockops,
+                                (unsigned long long)st.isn_from_sockops);
             ERR_clear_error();
         }
 #endif

@@ -82,11 +82,17 @@ typedef struct utls_tap_global_stats_st {
     uint64_t bad_checksum;   /* SYN-ACKs ignored for a wrong TCP checksum */
     uint64_t evicted;        /* unattached flows forgotten (table full) */
     uint64_t filter_rebuilds; /* times the kernel filters were replaced */
+    /* Added after filter_rebuilds (an older, shorter struct is filled up to
+       its size): */
+    int isn_sockops;         /* 1 if the ISNs come from the kernel's sock_ops
+                                record, 0 if the control socket captures them */
+    uint64_t isn_from_sockops; /* ISNs read from the sock_ops record */
 } UTLS_TAP_GLOBAL_STATS;
 
 /*
  * UTLS_tap_get_global_stats copies the process-wide tap's state and counters
- * into |*out_stats|; |stats_size| must be sizeof(UTLS_TAP_GLOBAL_STATS).
+ * into |*out_stats|; |stats_size| is sizeof(UTLS_TAP_GLOBAL_STATS) (or that of
+ * an older version of it, which ended at filter_rebuilds: that much is filled).
  * Returns 1, or 0 with an error on the queue.
  */
 int UTLS_tap_get_global_stats(UTLS_TAP_GLOBAL_STATS *out_stats, size_t stats_size);

@@ -444,7 +444,7 @@ static int bind_all(int fd)
     return bind(fd, (struct sockaddr *)&sll, sizeof(sll)) == 0;
 }
 
-int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring)
+int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring, int bind_ctl)
 {
     static const uint16_t none[1] = {0};
     tap_ports nothing = {none, 0, none, 0, none, 0, 0};
@@ -480,7 +480,7 @@ int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring)
                 MAP_SHARED, dfd, 0);
     if (ring == MAP_FAILED)
         goto syscall_err;
-    if (!bind_all(dfd) || !bind_all(cfd))
+    if (!bind_all(dfd) || (bind_ctl && !bind_all(cfd)))
         goto syscall_err;
     *out_data_fd = dfd;
     *out_ctl_fd = cfd;

@@ -44,6 +44,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <linux/if_packet.h>
 #include <poll.h>
 #include <pthread.h>
@@ -107,6 +108,7 @@ static struct {
     unsigned int cur_frame;   /* (atomic, likewise) */
     unsigned char *copy;      /* a whole copy of a segment larger than a frame */
     int watch;
+    int isn_sockops;          /* the ISNs come from the sock_ops program */
     uint64_t gen;             /* changes when a child of fork() starts afresh */
     uint64_t seed[2];
     hub_port ports[UTLS_TAP_MAX_PORTS];
@@ -604,7 +606,11 @@ static int hub_open_locked(void)
         if (RAND_bytes((unsigned char *)hub.seed, sizeof(hub.seed)) != 1)
             hub.seed[0] = utls_now_ns() ^ (uint64_t)getpid() << 32; /* still per process */
     }
-    if (!utls_tap_open_sockets(&hub.dfd, &hub.cfd, &ring))
+    /* The sock_ops program (tap_sockops.c) once per process: a forked
+     * child shares its parent's. Where it runs the control socket is left
+     * unbound and captures nothing. */
+    hub.isn_sockops = utls_tap_sockops_start();
+    if (!utls_tap_open_sockets(&hub.dfd, &hub.cfd, &ring, !hub.isn_sockops))
         return 0;
     __atomic_store_n(&hub.cur_frame, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&hub.ring, (unsigned char *)ring, __ATOMIC_RELEASE);
@@ -736,6 +742,9 @@ int utls_tap_hub_wait_isn(const tap_key *k, int timeout_ms)
     uint64_t deadline = utls_now_ns() + (uint64_t)timeout_ms * 1000000u;
     int known = 0;
 
+    if (__atomic_load_n(&hub.isn_sockops, __ATOMIC_RELAXED))
+        return 1; /* recorded before connect() returned: read at attach */
+
     for (;;) {
         struct pollfd p;
         uint64_t now;
@@ -766,13 +775,28 @@ void *utls_tap_hub_attach(const tap_key *k, tap_ctx *t, int fd, uint64_t *out_ge
     }
     ctl_drain_locked();
     f = flow_find(k);
+    if (hub.isn_sockops && (f == NULL || f->conn == NULL)) {
+        uint32_t lisn, pisn;
+        int lconn;
+
+        if (utls_tap_sockops_isn(fd, k, &lisn, &pisn, &lconn) && (f = flow_get(k)) != NULL) {
+            f->local_isn = lisn;
+            f->peer_isn = pisn;
+            f->local_connected = lconn;
+            f->state = FLOW_KNOWN;
+            hub.st.isn_from_sockops++;
+        }
+    }
     if (f == NULL || !isn_usable(f)) {
         utls_raise(UTLS_R_TAP_NO_ISN,
                    f != NULL && f->state == FLOW_AMBIGUOUS
                        ? "two different SYN-ACKs answered this connection's SYN: its ISN is "
                          "not trusted"
-                       : "the handshake of this connection was not seen: listen with "
-                         "UTLS_tap_listen() or connect with UTLS_tap_connect()");
+                       : hub.isn_sockops
+                             ? "the kernel recorded no ISN for this connection: it was made "
+                               "outside this process's cgroup, or before the tap opened"
+                             : "the handshake of this connection was not seen: listen with "
+                               "UTLS_tap_listen() or connect with UTLS_tap_connect()");
         f = NULL;
         goto end;
     }
@@ -939,7 +963,9 @@ int UTLS_tap_get_global_stats(UTLS_TAP_GLOBAL_STATS *out_stats, size_t stats_siz
 {
     UTLS_TAP_GLOBAL_STATS st;
 
-    if (out_stats == NULL || stats_size != sizeof(st)) {
+    /* an older caller's struct ends at filter_rebuilds: its prefix is copied */
+    if (out_stats == NULL || stats_size > sizeof(st)
+        || stats_size < offsetof(UTLS_TAP_GLOBAL_STATS, isn_sockops)) {
         utls_raise(UTLS_R_TAP_SYSCALL, "UTLS_tap_get_global_stats: size %zu, expected %zu",
                    stats_size, sizeof(st));
         return 0;
@@ -956,10 +982,13 @@ int UTLS_tap_get_global_stats(UTLS_TAP_GLOBAL_STATS *out_stats, size_t stats_siz
     st.unattached = hub.num_unattached;
     st.ports = hub.num_ports;
     st.inbox_bytes = hub.inbox_total;
-    st.kernel_bytes = hub.open ? (uint64_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR
-                                     + 2u * UTLS_TAP_CTL_RCVBUF + 2u * UTLS_TAP_COPY_RCVBUF
-                               : 0;
+    st.isn_sockops = hub.open && hub.isn_sockops;
+    st.kernel_bytes = !hub.open ? 0
+                      : (uint64_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR
+                            + 2u * UTLS_TAP_COPY_RCVBUF
+                            + (hub.isn_sockops ? (uint64_t)UTLS_TAP_SOCKOPS_SLOTS * 72u
+                                               : 2u * UTLS_TAP_CTL_RCVBUF);
     pthread_mutex_unlock(&hub_mu);
-    *out_stats = st;
+    memcpy(out_stats, &st, stats_size);
     return 1;
 }

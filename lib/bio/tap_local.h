@@ -105,6 +105,13 @@
  * (UTLS_tap_connect), from which the peer's ISN is read. */
 #define UTLS_TAP_ISN_WAIT_MS 200
 
+/* Slots of the sock_ops program's record of established connections
+ * (tap_sockops.c): 72 bytes each, 1.1 MiB of kernel memory mapped into the
+ * process. A connection's record is lost when this many sockets on the
+ * host were given a cookie between its establishment and its tap; it then
+ * runs in order. */
+#define UTLS_TAP_SOCKOPS_SLOTS 16384u
+
 /* --- Addresses ------------------------------------------------------------ */
 
 typedef struct {
@@ -163,9 +170,11 @@ int utls_tap_set_filters(int data_fd, int ctl_fd, const tap_ports *p);
 
 /* utls_tap_open_sockets opens the data socket (with its ring mapped into
  * |*out_ring|) and the control socket, with filters that accept nothing
- * until utls_tap_set_filters. Returns 1, or 0 with an error raised
+ * until utls_tap_set_filters. Without |bind_ctl| the control socket is left
+ * unbound: it captures nothing and costs no packet anything (the ISNs come
+ * from tap_sockops.c). Returns 1, or 0 with an error raised
  * (UTLS_R_TAP_PERMISSION without CAP_NET_RAW). */
-int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring);
+int utls_tap_open_sockets(int *out_data_fd, int *out_ctl_fd, void **out_ring, int bind_ctl);
 
 /* --- The hub (tap_hub.c) and the tap BIO (tap.c) -------------------------- */
 
@@ -228,6 +237,16 @@ int utls_tap_hub_handshake(uint16_t port, int add);
 /* utls_tap_hub_wait_isn drains the control socket until the ISN of |k| is
  * known or |timeout_ms| passed; returns 1 if known. */
 int utls_tap_hub_wait_isn(const tap_key *k, int timeout_ms);
+/* utls_tap_sockops_start loads and attaches the sock_ops program once
+ * (tap_sockops.c); returns 1 if the ISNs come from it, 0 if the control
+ * socket must capture them (utls_tap_sockops_why says why). Raises nothing. */
+int utls_tap_sockops_start(void);
+const char *utls_tap_sockops_why(void);
+/* utls_tap_sockops_isn reads the ISNs the kernel recorded for the
+ * established socket |fd| (4-tuple |k|); returns 1, or 0 if there is no
+ * record of it. */
+int utls_tap_sockops_isn(int fd, const tap_key *k, uint32_t *out_local_isn,
+                         uint32_t *out_peer_isn, int *out_local_connected);
 /* utls_tap_key_of_socket fills |k| from the connected TCP socket |fd|
  * (tap_connect.c). Returns 1, or 0 if it is not one. */
 int utls_tap_key_of_socket(int fd, tap_key *k);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tap_server.sh BINDIR SCENARIO: examples/utls-server (the fork, --mode utls)
+# tap_server.sh BINDIR SCENARIO [ISN]: examples/utls-server (the fork, --mode utls)
 # through tools/testbed (100 ms RTT, 2% seeded loss), the load client in the
 # sender namespace, in one of three scenarios of the process-wide tap:
 #
@@ -19,12 +19,25 @@
 #              accepts: every record's stream_offset stays exact (records of
 #              one size: offset - seq x wire length constant per
 #              connection), out of order included.
+#
+# ISN is where the tap takes the connections' ISNs from: sockops (the
+# default as root: the kernel's record at establishment, tap_sockops.c; the
+# control socket is left unbound) or capture (UTLS_TAP_ISN=capture: the
+# control socket reads them from the SYN-ACKs our kernel sends). Checked:
+# every ISN came from there, and the server has one running packet socket
+# (sockops) or two (capture).
 # Exits 77 (skipped) without root; tears the testbed down whatever happens.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 net_require_root "network namespaces, the AF_PACKET tap, setuid"
-[ -n "${1:-}" ] && [ -n "${2:-}" ] || { echo "usage: tap_server.sh BINDIR SCENARIO"; exit 2; }
+[ -n "${1:-}" ] && [ -n "${2:-}" ] || { echo "usage: tap_server.sh BINDIR SCENARIO [ISN]"; exit 2; }
 SCENARIO=$2
+ISN=${3:-sockops}
+case $ISN in
+sockops) unset UTLS_TAP_ISN ;;
+capture) export UTLS_TAP_ISN=capture ;;
+*) echo "unknown ISN source $ISN"; exit 2 ;;
+esac
 net_init "tsv$$" "net-tap-$SCENARIO"
 NET_PID_VARS="SERVER_PID FORGE_PID COUNT_PID"
 SERVER_PID=
@@ -64,6 +77,12 @@ fi
     $SERVE_ARGS --ready "$WORK/ready" --out "$WORK/serve.jsonl" --quiet &
 SERVER_PID=$!
 net_wait_ready "$WORK/ready" server
+# The packet sockets of the receiver's namespace, and the server's sockets
+# (the load client has not started: the only utls-server is the server): a
+# bound packet socket is running (R 1), an unbound one captures nothing.
+"$TB" --prefix "$PREFIX" exec receiver -- cat /proc/net/packet >"$WORK/packet.txt"
+for p in $(pgrep -x utls-server); do ls -l "/proc/$p/fd"; done 2>/dev/null |
+    grep -o 'socket:\[[0-9]*\]' | tr -dc '0-9\n' >"$WORK/server-inodes.txt"
 "$TB" --prefix "$PREFIX" exec sender -- "$BIN" load --connect "$ADDR" --conns $CONNS --rate $RATE \
     --size 1400 --duration-ms 6000 --out "$WORK/load.jsonl" --quiet ||
     { echo "FAIL: the load client failed"; cat "$WORK/load.jsonl"; exit 1; }
@@ -78,10 +97,10 @@ if [ -n "$FORGE_PID" ]; then
     COUNT_PID=
 fi
 echo "server exit $SRC"
-PYTHONPATH="$HERE" "$PY" - "$WORK" "$SCENARIO" "$CONNS" <<'PY'
+PYTHONPATH="$HERE" "$PY" - "$WORK" "$SCENARIO" "$CONNS" "$ISN" <<'PY'
 import json, os, sys
 from netcheck import check, finish
-work, scenario, conns = sys.argv[1], sys.argv[2], int(sys.argv[3])
+work, scenario, conns, isn = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 load = [json.loads(l) for l in open(os.path.join(work, "load.jsonl"))][-1]
 workers = [json.loads(l) for l in open(os.path.join(work, "serve.jsonl")) if l.strip()]
 print("load:", json.dumps(load))
@@ -100,6 +119,27 @@ check(total("offset_errors") == 0, "every stream_offset consistent (%d errors)" 
 for w in workers:
     check(w["tap"]["ring_drops"] == 0 and w["tap"]["inbox_drops"] == 0,
           "worker %d: no ring or inbox drops" % w["worker"])
+from_sockops = sum(w["tap"]["isn_from_sockops"] for w in workers)
+from_capture = sum(w["tap"]["isn_from_kernel"] for w in workers)
+if isn == "sockops":
+    check(all(w["tap"]["isn_sockops"] == 1 for w in workers) and from_sockops == conns
+          and from_capture == 0,
+          "every ISN from the kernel's sock_ops record (%d), none captured (%d)"
+          % (from_sockops, from_capture))
+else:
+    check(all(w["tap"]["isn_sockops"] == 0 for w in workers) and from_capture >= conns
+          and from_sockops == 0,
+          "every ISN captured from our kernel's SYN-ACKs (%d), none from sock_ops (%d)"
+          % (from_capture, from_sockops))
+mine = set(open(os.path.join(work, "server-inodes.txt")).read().split())
+rows = [l.split() for l in open(os.path.join(work, "packet.txt")).read().splitlines()[1:]]
+rows = [r for r in rows if len(r) > 8 and r[8] in mine]
+running = sum(1 for r in rows if r[5] == "1")
+print("the server's packet sockets:", len(rows), "running:", running)
+if scenario != "prefork":  # (the workers open theirs after the snapshot)
+    want = 1 if isn == "sockops" else 2
+    check(running == want, "the server has %d running packet socket(s) (%d): %s"
+          % (want, running, "the data socket only" if want == 1 else "data and control"))
 if scenario in ("privdrop", "prefork"):
     for w in workers:
         check(w["uid"] != 0 and int(w["cap_eff"], 16) == 0 and w["can_open_packet_socket"] == 0,
