@@ -32,7 +32,9 @@
  * kernel with BPF links for cgroups (5.7) and BPF atomics (5.12); where any
  * is missing, or UTLS_TAP_ISN=capture, the control socket does the work.
  */
-#define _GNU_SOURCE /* secure_getenv */
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE /* secure_getenv */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -46,7 +48,6 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "common/utls_common.h"
 #include "bio/tap_local.h"
 
 #ifndef SO_COOKIE
