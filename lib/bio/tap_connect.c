@@ -41,10 +41,18 @@ int utls_tap_key_of_socket(int fd, tap_key *k)
     } else if (k->family == AF_INET6) {
         const struct sockaddr_in6 *a = (const void *)&l, *b = (const void *)&p;
 
-        memcpy(k->local, &a->sin6_addr, 16);
-        memcpy(k->peer, &b->sin6_addr, 16);
         k->lport = ntohs(a->sin6_port);
         k->pport = ntohs(b->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && IN6_IS_ADDR_V4MAPPED(&b->sin6_addr)) {
+            /* an IPv4 connection of a dual-stack socket: its packets are
+             * IPv4, and so is its key */
+            k->family = AF_INET;
+            memcpy(k->local, (const unsigned char *)&a->sin6_addr + 12, 4);
+            memcpy(k->peer, (const unsigned char *)&b->sin6_addr + 12, 4);
+        } else {
+            memcpy(k->local, &a->sin6_addr, 16);
+            memcpy(k->peer, &b->sin6_addr, 16);
+        }
     } else {
         return 0;
     }

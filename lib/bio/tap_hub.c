@@ -421,6 +421,8 @@ static void ctl_drain_locked(void)
     int budget = 4096; /* bounded per call: the socket buffer refills */
 
     hub.last_ctl_ns = utls_now_ns();
+    if (hub.isn_sockops)
+        return; /* the control socket is not bound: nothing to read */
     while (budget-- > 0) {
         struct iovec iov = {buf, sizeof(buf)};
         struct msghdr m;
@@ -983,11 +985,14 @@ int UTLS_tap_get_global_stats(UTLS_TAP_GLOBAL_STATS *out_stats, size_t stats_siz
     st.ports = hub.num_ports;
     st.inbox_bytes = hub.inbox_total;
     st.isn_sockops = hub.open && hub.isn_sockops;
-    st.kernel_bytes = !hub.open ? 0
-                      : (uint64_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR
-                            + 2u * UTLS_TAP_COPY_RCVBUF
-                            + (hub.isn_sockops ? (uint64_t)UTLS_TAP_SOCKOPS_SLOTS * 72u
-                                               : 2u * UTLS_TAP_CTL_RCVBUF);
+    /* the ring, the data socket's whole copies, and the ISNs' source */
+    st.kernel_bytes = 0;
+    if (hub.open)
+        st.kernel_bytes = (uint64_t)UTLS_TAP_BLOCK_SIZE * UTLS_TAP_BLOCK_NR
+                          + 2u * UTLS_TAP_COPY_RCVBUF
+                          + (hub.isn_sockops
+                                 ? (uint64_t)UTLS_TAP_SOCKOPS_SLOTS * UTLS_TAP_SOCKOPS_SLOT_BYTES
+                                 : 2u * UTLS_TAP_CTL_RCVBUF);
     pthread_mutex_unlock(&hub_mu);
     memcpy(out_stats, &st, stats_size);
     return 1;

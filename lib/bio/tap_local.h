@@ -112,6 +112,8 @@
  * runs in order. */
 #define UTLS_TAP_SOCKOPS_SLOTS 16384u
 
+#define UTLS_TAP_SOCKOPS_SLOT_BYTES 72u
+
 /* --- Addresses ------------------------------------------------------------ */
 
 typedef struct {

@@ -65,6 +65,8 @@ typedef struct {
     uint32_t remote_ip6[4], local_ip6[4];
 } sockops_slot;
 
+_Static_assert(sizeof(sockops_slot) == UTLS_TAP_SOCKOPS_SLOT_BYTES, "the map's value size");
+
 static struct {
     int tried, active;
     int map_fd, prog_fd, link_fd;
@@ -311,8 +313,9 @@ static int same_tuple(const sockops_slot *s, const tap_key *k)
         rp = ntohs((uint16_t)s->remote_port);
     if (s->local_port != k->lport || rp != k->pport)
         return 0;
-    if (k->family == AF_INET)
-        return s->family == AF_INET && memcmp(&s->local_ip4, k->local, 4) == 0
+    if (k->family == AF_INET) /* an IPv6 socket's IPv4 connection too */
+        return (s->family == AF_INET || s->family == AF_INET6)
+               && memcmp(&s->local_ip4, k->local, 4) == 0
                && memcmp(&s->remote_ip4, k->peer, 4) == 0;
     return k->family == AF_INET6 && s->family == AF_INET6
            && memcmp(s->local_ip6, k->local, 16) == 0

@@ -9,7 +9,8 @@
  *    cgroup, against a loopback connection made here: the ISNs it recorded
  *    for the accepted and the connecting socket are those TCP_REPAIR reads
  *    from the kernel (rcv_nxt and write_seq of a connection that has sent
- *    nothing), and each side knows which of the two it is. Skipped (and
+ *    nothing), and each side knows which of the two it is; also for an IPv4
+ *    connection a dual-stack IPv6 listener accepted. Skipped (and
  *    said so) without root.
  */
 #define _GNU_SOURCE /* before any header: tap_sockops.c's secure_getenv */
@@ -30,17 +31,27 @@
 
 #include "bio/tap_sockops.c"
 
-/* A connected loopback pair: |*out_srv| accepted, |*out_cli| connecting. */
-static void loopback_pair(int *out_srv, int *out_cli)
+/* A connected IPv4 loopback pair: |*out_srv| accepted (by an IPv6
+ * dual-stack listener with |dual|), |*out_cli| connecting. */
+static void loopback_pair_ex(int *out_srv, int *out_cli, int dual)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(a);
-    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+    socklen_t al = sizeof(a6);
+    int l = socket(dual ? AF_INET6 : AF_INET, SOCK_STREAM, 0), off = 0;
 
     assert_true(l >= 0);
-    assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+    if (dual) {
+        assert_int_equal(setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)), 0);
+        assert_int_equal(bind(l, (struct sockaddr *)&a6, sizeof(a6)), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *)&a6, &al), 0);
+        a.sin_port = a6.sin6_port;
+    } else {
+        al = sizeof(a);
+        assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+    }
     assert_int_equal(listen(l, 1), 0);
-    assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
     *out_cli = socket(AF_INET, SOCK_STREAM, 0);
     assert_int_equal(connect(*out_cli, (struct sockaddr *)&a, sizeof(a)), 0);
     *out_srv = accept(l, NULL, NULL);
@@ -48,19 +59,38 @@ static void loopback_pair(int *out_srv, int *out_cli)
     close(l);
 }
 
+static void loopback_pair(int *out_srv, int *out_cli)
+{
+    loopback_pair_ex(out_srv, out_cli, 0);
+}
+
+/* key_of: the IPv4 4-tuple of |fd|, as the tap keys it (an IPv6 socket's
+ * IPv4-mapped addresses as IPv4, as utls_tap_key_of_socket does). */
 static void key_of(int fd, tap_key *k)
 {
-    struct sockaddr_in l, p;
+    struct sockaddr_storage l, p;
     socklen_t ll = sizeof(l), pl = sizeof(p);
 
     assert_int_equal(getsockname(fd, (struct sockaddr *)&l, &ll), 0);
     assert_int_equal(getpeername(fd, (struct sockaddr *)&p, &pl), 0);
     memset(k, 0, sizeof(*k));
     k->family = AF_INET;
-    memcpy(k->local, &l.sin_addr, 4);
-    memcpy(k->peer, &p.sin_addr, 4);
-    k->lport = ntohs(l.sin_port);
-    k->pport = ntohs(p.sin_port);
+    if (l.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)&l, *b = (const void *)&p;
+
+        assert_true(IN6_IS_ADDR_V4MAPPED(&a->sin6_addr));
+        memcpy(k->local, (const unsigned char *)&a->sin6_addr + 12, 4);
+        memcpy(k->peer, (const unsigned char *)&b->sin6_addr + 12, 4);
+        k->lport = ntohs(a->sin6_port);
+        k->pport = ntohs(b->sin6_port);
+    } else {
+        const struct sockaddr_in *a = (const void *)&l, *b = (const void *)&p;
+
+        memcpy(k->local, &a->sin_addr, 4);
+        memcpy(k->peer, &b->sin_addr, 4);
+        k->lport = ntohs(a->sin_port);
+        k->pport = ntohs(b->sin_port);
+    }
 }
 
 static uint64_t cookie_of(int fd)
@@ -138,9 +168,15 @@ static void test_reader(void **state)
     s = fill_slot(fake, srv, 1000, 2000);
     s->remote_ip4 ^= htonl(1);
     assert_int_equal(utls_tap_sockops_isn(srv, &k, &lisn, &pisn, &lconn), 0);
+    /* an IPv6 socket's IPv4 connection (the kernel fills the IPv4 fields) */
     s = fill_slot(fake, srv, 1000, 2000);
     s->family = AF_INET6;
+    assert_int_equal(utls_tap_sockops_isn(srv, &k, &lisn, &pisn, &lconn), 1);
+    /* an IPv6 key never matches an IPv4 record */
+    s = fill_slot(fake, srv, 1000, 2000);
+    k.family = AF_INET6;
     assert_int_equal(utls_tap_sockops_isn(srv, &k, &lisn, &pisn, &lconn), 0);
+    k.family = AF_INET;
     /* the other end's record is not this end's */
     fill_slot(fake, cli, 3000, 4000);
     s = fill_slot(fake, srv, 1000, 2000);
@@ -206,6 +242,12 @@ static void test_kernel_record(void **state)
     close(cli);
     close(srv2);
     close(cli2);
+    /* an IPv4 connection accepted by a dual-stack IPv6 listener */
+    loopback_pair_ex(&srv, &cli, 1);
+    check_against_kernel(srv, 0);
+    check_against_kernel(cli, 1);
+    close(srv);
+    close(cli);
 }
 
 int main(void)
