@@ -19,6 +19,9 @@
 #              accepts: every record's stream_offset stays exact (records of
 #              one size: offset - seq x wire length constant per
 #              connection), out of order included.
+#  dualstack   the server listens on [::] (an IPv6 socket that accepts IPv4):
+#              its IPv4 connections are tapped (their packets are IPv4 and
+#              their sockets' addresses IPv4-mapped IPv6).
 #
 # ISN is where the tap takes the connections' ISNs from: sockops (the
 # default as root: the kernel's record at establishment, tap_sockops.c; the
@@ -51,12 +54,14 @@ chmod 755 "$WORK"
 chmod 666 "$WORK/serve.jsonl"
 
 SERVE_ARGS="--drop-to nobody"
+LISTEN=0.0.0.0:4433
 CONNS=4
 RATE=100
 case $SCENARIO in
 privdrop) ;;
 prefork) SERVE_ARGS="--drop-to nobody --workers 3 --worker-conns 4"; CONNS=12; RATE=200 ;;
 forged_syn) SERVE_ARGS="--accept-delay-ms 1500" ;;
+dualstack) SERVE_ARGS=""; LISTEN="[::]:4433" ;;
 *) echo "unknown scenario $SCENARIO"; exit 2 ;;
 esac
 
@@ -73,7 +78,7 @@ if [ "$SCENARIO" = forged_syn ]; then
     sleep 0.5
 fi
 # shellcheck disable=SC2086 # the option string is meant to split
-"$TB" --prefix "$PREFIX" exec receiver -- "$BIN" serve --listen "0.0.0.0:4433" --mode utls \
+"$TB" --prefix "$PREFIX" exec receiver -- "$BIN" serve --listen "$LISTEN" --mode utls \
     $SERVE_ARGS --ready "$WORK/ready" --out "$WORK/serve.jsonl" --quiet &
 SERVER_PID=$!
 net_wait_ready "$WORK/ready" server
