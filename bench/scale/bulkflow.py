@@ -25,6 +25,29 @@ def cpu_ms(mb, port, binary, wrap=()):
     return float(cpu), float(wall)
 
 
+def skb_frees_per_packet(mb, port, binary, wrap=()):
+    """The kernel's socket-buffer frees (tracepoint skb:consume_skb) per
+    packet sent (net:net_dev_queue), machine-wide, over one |mb|-MiB flow run
+    as cpu_ms runs it, counted by perf stat (root). A packet socket that
+    sees what the host sends gets a clone of each sent packet, freed after
+    its filter: one more free per packet. Counts, not time: the machine's
+    speed does not move it. Returns None without perf."""
+    cmd = ["perf", "stat", "-x,", "-e", "skb:consume_skb,net:net_dev_queue", "-a", "--"]
+    try:
+        r = subprocess.run(cmd + list(wrap) + [binary, str(port), str(mb)], capture_output=True,
+                           text=True)
+    except FileNotFoundError:
+        return None
+    counts = {}
+    for line in r.stderr.splitlines():
+        f = line.split(",")
+        if len(f) > 2 and f[0].isdigit():
+            counts[f[2]] = int(f[0])
+    if r.returncode != 0 or not counts.get("net:net_dev_queue"):
+        return None
+    return counts.get("skb:consume_skb", 0) / counts["net:net_dev_queue"]
+
+
 def pair(i, mb, port, binary, wrap_of):
     """One pair: the flow in the receiver's namespace and in the sender's
     (the control), back to back, the receiver first when |i| is even.
