@@ -11,18 +11,24 @@
  *    listeners' ports, and the local ports of connections tapped one by one.
  *    A packet costs the filter a binary search over those ports, never a
  *    test per connection, and a packet to any other port is rejected there;
- *  - the control socket, a plain AF_PACKET socket whose filter keeps the
+ *  - the ISNs' source: the kernel's own record of each connection's ISNs
+ *    at establishment (a sock_ops BPF program, tap_sockops.c), read at
+ *    attach by the socket's cookie; or, where that program cannot run, the
+ *    control socket, a plain AF_PACKET socket whose filter keeps the
  *    headers (UTLS_TAP_CTL_SNAPLEN bytes) of the handshake and teardown
  *    segments this host sends from those ports: the SYN-ACK our kernel sends
  *    for a listener, our SYN and the ACK that completes a handshake for a
- *    connecting socket, FIN and RST;
+ *    connecting socket, FIN and RST. With the BPF record the control socket
+ *    stays unbound (the kernel clones no sent packet for it);
  *  - the flow table, a hash table keyed by 4-tuple (seeded hash, chained),
  *    that gives each captured segment to the one connection it belongs to.
  *    A segment for a 4-tuple no tap BIO of this process holds is dropped
  *    there (another process's connection in a prefork server, a connection
  *    not tapped).
  *
- * Trust only what the local kernel says. The peer's ISN is the
+ * Trust only what the local kernel says. With the BPF record the ISNs are
+ * the kernel's own rcv_nxt - 1 and snd_una - 1 at establishment. Otherwise
+ * the peer's ISN is the
  * acknowledgement number of the SYN-ACK our kernel sent (minus 1), or of the
  * ACK with which it completed a handshake our kernel started: a SYN an
  * attacker sends is not answered by our kernel when its checksum, window or

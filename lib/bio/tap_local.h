@@ -1,7 +1,8 @@
 /*
  * The tap's internals (lib/bio/): the process-wide capture (tap_hub.c: one
  * data ring, one control socket, the flow table that demultiplexes by
- * 4-tuple, the ISNs taken from what the local kernel sends), the classic BPF
+ * 4-tuple, the ISNs taken from the kernel's BPF record (tap_sockops.c) or
+ * from what the local kernel sends), the classic BPF
  * filters and the packet parser (tap_capture.c), and the per-connection tap
  * BIO (tap.c) that reads what the hub handed to its connection.
  */
