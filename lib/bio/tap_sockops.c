@@ -238,6 +238,7 @@ static int sockops_open(void)
     a.value_size = sizeof(sockops_slot);
     a.max_entries = UTLS_TAP_SOCKOPS_SLOTS;
     a.map_flags = BPF_F_MMAPABLE;
+    memcpy(a.map_name, "utls_tap_isns", sizeof("utls_tap_isns"));
     if ((so.map_fd = (int)sys_bpf(BPF_MAP_CREATE, &a)) < 0)
         return give_up("BPF map");
     so.map_len = (size_t)UTLS_TAP_SOCKOPS_SLOTS * sizeof(sockops_slot);
@@ -251,6 +252,8 @@ static int sockops_open(void)
     a.insns = (uint64_t)(uintptr_t)prog;
     a.insn_cnt = (uint32_t)build_prog(prog, so.map_fd);
     a.license = (uint64_t)(uintptr_t)"Apache-2.0";
+    /* what bpftool prog list shows an administrator */
+    memcpy(a.prog_name, "utls_tap_isn", sizeof("utls_tap_isn"));
     if ((so.prog_fd = (int)sys_bpf(BPF_PROG_LOAD, &a)) < 0) {
         /* again with the verifier's log, for its last words */
         int saved = errno;
