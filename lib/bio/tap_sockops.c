@@ -59,7 +59,8 @@ typedef struct {
     uint64_t cookie;            /* 0 while being written */
     uint32_t family, op;
     uint32_t local_isn, peer_isn;
-    uint32_t remote_port;       /* network order, in the low 16 bits */
+    uint32_t remote_port;       /* the port as a 32-bit network-order number
+                                 * (the raw 16 bits before Linux 4.20) */
     uint32_t local_port;        /* host order */
     uint32_t remote_ip4, local_ip4; /* network order */
     uint32_t remote_ip6[4], local_ip6[4];
