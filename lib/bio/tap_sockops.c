@@ -284,8 +284,7 @@ static int sockops_open(void)
     close(cg_fd);
     if (so.link_fd < 0)
         return give_up("attaching to the cgroup");
-    (void)fcntl(so.link_fd, F_SETFD, FD_CLOEXEC);
-    (void)fcntl(so.map_fd, F_SETFD, FD_CLOEXEC);
+    /* (bpf() makes every descriptor close-on-exec itself) */
     close(so.prog_fd); /* the link holds the program */
     so.prog_fd = -1;
     return 1;
