@@ -15,6 +15,7 @@ packages=(
     tcpdump tshark wireshark-dev libwireshark-dev
     iproute2 nftables iptables ethtool libnetfilter-queue-dev  # testbed (no netem here)
     python3-matplotlib
+    linux-perf                            # bench/scale: counts and attribution of the bulk flow
     valgrind                              # tests/security35: heap errors in Debian 13's uninstrumented libssl
     socat                                 # bench/tunnel: an unmodified TUN-over-TLS tunnel
 )

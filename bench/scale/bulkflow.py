@@ -5,6 +5,7 @@ program (bench/scale/bulkflow.c: both ends in one process), costed by its
 user + sys CPU."""
 import os
 import subprocess
+import tempfile
 
 
 def default_bin(build):
@@ -46,6 +47,56 @@ def skb_frees_per_packet(mb, port, binary, wrap=()):
     if r.returncode != 0 or not counts.get("net:net_dev_queue"):
         return None
     return counts.get("skb:consume_skb", 0) / counts["net:net_dev_queue"]
+
+
+# Where the kernel runs an AF_PACKET socket's work on a packet: on receipt
+# (tpacket_rcv with a ring, packet_rcv without; the filter runs inside) and
+# on sending (dev_queue_xmit_nit, called for every packet sent while any
+# socket is bound to every protocol, then cloning it for those that want
+# it). A sample whose call chain holds one of them is the tap's.
+PACKET_SOCKET_ENTRIES = ("tpacket_rcv", "packet_rcv", "packet_rcv_spkt", "dev_queue_xmit_nit")
+
+
+def tap_samples(mb, port, binary, wrap=(), freq=3999):
+    """Attribution, not timing: perf record -a -g (cpu-clock, |freq| Hz) over
+    one flow run as cpu_ms runs it. Returns (samples, tap): the samples of
+    the flow's process and of ksoftirqd (which takes over the flow's
+    softirq work when it runs long), and those of them whose call chain
+    holds a PACKET_SOCKET_ENTRIES function. Both halves of a ratio come
+    from the same seconds, so the machine's speed, which moves a flow's
+    CPU by 25% from one run to the next on some days, cancels. What it
+    misses: the walk over the packet-type lists in the receive and send
+    paths, inlined in their callers, and any cache cost. Returns None
+    without perf."""
+    data = tempfile.NamedTemporaryFile(prefix="bulkflow-perf.", suffix=".data", delete=False)
+    data.close()
+    try:
+        try:
+            r = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(freq), "-a",
+                                "-g", "-o", data.name, "--"] + list(wrap)
+                               + [binary, str(port), str(mb)], capture_output=True, text=True)
+        except FileNotFoundError:
+            return None
+        if r.returncode != 0:
+            raise RuntimeError("bulk flow under perf: %s (exit %d)"
+                               % (r.stderr.strip(), r.returncode))
+        out = subprocess.run(["perf", "script", "-i", data.name, "-F", "comm,ip,sym"],
+                             capture_output=True, text=True).stdout
+    finally:
+        os.unlink(data.name)
+    samples = tap = 0
+    for block in out.split("\n\n"):
+        lines = block.strip().splitlines()
+        if not lines:
+            continue
+        comm = lines[0].strip()
+        if comm != os.path.basename(binary)[:15] and not comm.startswith("ksoftirqd/"):
+            continue
+        samples += 1
+        chain = {f.split(None, 1)[1].split("+")[0] for f in lines[1:] if len(f.split(None, 1)) > 1}
+        if chain.intersection(PACKET_SOCKET_ENTRIES):
+            tap += 1
+    return samples, tap
 
 
 def pair(i, mb, port, binary, wrap_of):

@@ -76,6 +76,16 @@ def render(d):
                      ub["mb"], big["conns"], len(ub["vs_control_runs"]), ub["vs_control"],
                      sb["vs_control"], big["bulk_cpu_tap_cost"], ub["cpu_ms"], sb["cpu_ms"],
                      big["bulk_cpu_ratio_tapped_vs_stock"]))
+    if "bulk_cpu_tap_cost_by_attribution" in big:
+        ub = big["utls"]["bulk"]
+        text += ("\nBy attribution (`perf record -a -g` over %d flows beside the tapped server, "
+                 "which the machine's speed does not move): %.2f%% of the flow's %d samples were "
+                 "in packet sockets' work (%.2f%% beside the stock server, %.2f%% in the control "
+                 "namespace), so the tap costs the flow **%.3f** times as much.\n" % (
+                     ub["share_flows"],
+                     100 * big["bulk_tap_share"], ub["samples"][0],
+                     100 * big["bulk_tap_share_stock"], 100 * big["bulk_tap_share_control"],
+                     big["bulk_cpu_tap_cost_by_attribution"]))
     text += "\nTargets: " + ", ".join("%s %s" % (k, "yes" if v else "**no**")
                                        for k, v in d.get("targets", {}).items()) + ".\n"
     return text
