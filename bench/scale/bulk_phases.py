@@ -14,13 +14,17 @@ MB MiB over loopback) run back to back in the receiver's namespace and in the
 sender's (alternating order): with the connections open; after the load
 client closed them, the server still up; with no server. Prints, per phase,
 the median of the pairs' ratios (receiver over sender) and that of each
-half of the pairs (their spread shows the noise), and writes the same as
+half of the pairs (their spread shows the noise), the median of PAIRS more
+pairs each run at once on one CPU (bulkflow.concurrent_pair: the core's
+speed the same for both halves), and writes the same as
 JSON to stdout's last line. The first two phases against the third give the
 server's cost to the flow, with and without its connections. Each phase
 also counts, with perf stat over three more flows in each namespace, the
 kernel's socket-buffer frees per packet sent (skb:consume_skb over
 net:net_dev_queue): a packet socket that sees what the host sends adds one
-(the clone made for it). Counts do not move with the machine's speed. The
+(the clone made for it). Counts do not move with the machine's speed; nor
+does the last column, the share of three more flows' samples (perf record)
+in packet sockets' work (bulkflow.tap_samples), the cost by attribution. The
 server takes the tap's ISNs as the library decides (UTLS_TAP_ISN=capture
 in the environment: from the control socket).
 """
@@ -56,6 +60,10 @@ def fmt(x):
     return "n/a (no perf)" if x is None else "%.2f" % x
 
 
+def pct(x):
+    return "n/a (no perf)" if x is None else "%.2f%%" % (100 * x)
+
+
 class Phases:
     def __init__(self, a, prefix):
         self.a, self.prefix, self.port = a, prefix, 7000
@@ -73,6 +81,15 @@ class Phases:
         res = {"phase": label, "ratio": statistics.median(ratios),
                "halves": [statistics.median(ratios[:h]), statistics.median(ratios[h:])],
                "ratios": ratios}
+        # The same pairs run at once on one CPU (bulkflow.concurrent_pair).
+        conc = []
+        for i in range(self.a.pairs):
+            self.port += 1
+            got = bulkflow.concurrent_pair(i, self.a.mb, self.port, self.a.bulk_bin, self.ex,
+                                           i % (os.cpu_count() or 1))
+            conc.append(got["receiver"] / got["sender"])
+        res["concurrent_ratio"] = statistics.median(conc)
+        res["concurrent_ratios"] = conc
         # The kernel's work, counted: socket-buffer frees per packet sent,
         # in the receiver's namespace and in the sender's (perf, 3 flows).
         for where in ("receiver", "sender"):
@@ -84,9 +101,22 @@ class Phases:
                 if f is not None:
                     got.append(f)
             res["skb_frees_per_packet_" + where] = statistics.median(got) if got else None
-        log("%-34s receiver/sender %.3f (halves %.3f, %.3f); skb frees per packet sent %s / %s"
-            % (label, res["ratio"], res["halves"][0], res["halves"][1],
-               fmt(res["skb_frees_per_packet_receiver"]), fmt(res["skb_frees_per_packet_sender"])))
+            # And by attribution: the share of the flow's samples in packet
+            # sockets' work (bulkflow.tap_samples; 3 flows).
+            tot = [0, 0]
+            for _ in range(3):
+                self.port += 1
+                one = bulkflow.tap_samples(self.a.mb, self.port, self.a.bulk_bin, self.ex(where))
+                if one is None:
+                    tot = None
+                    break
+                tot = [tot[0] + one[0], tot[1] + one[1]]
+            res["tap_share_" + where] = tot[1] / max(1, tot[0]) if tot else None
+        log("%-34s receiver/sender %.3f (halves %.3f, %.3f; at once on one CPU %.3f); skb frees "
+            "per packet sent %s / %s; samples in packet sockets' work %s / %s"
+            % (label, res["ratio"], res["halves"][0], res["halves"][1], res["concurrent_ratio"],
+               fmt(res["skb_frees_per_packet_receiver"]), fmt(res["skb_frees_per_packet_sender"]),
+               pct(res["tap_share_receiver"]), pct(res["tap_share_sender"])))
         return res
 
 

@@ -99,6 +99,30 @@ def tap_samples(mb, port, binary, wrap=(), freq=3999):
     return samples, tap
 
 
+def concurrent_pair(i, mb, port, binary, wrap_of, cpu):
+    """One pair run at the same time on one CPU: the flow in the receiver's
+    namespace and in the sender's (the control), both pinned to CPU |cpu|
+    (taskset), started together (the receiver's first when |i| is even).
+    The two share the core's time slice by slice, so both see the same
+    speed of the core, which on this bench's VMs moves by up to 40% within
+    half a second (a fixed loop timed on each core at once) and makes
+    flows timed one after the other differ by 30% (standard deviation of a
+    pair's log ratio; 0.04 for two flows in one namespace run like this).
+    Returns {"receiver": cpu_ms, "sender": cpu_ms}."""
+    procs = {}
+    for where in (("receiver", "sender") if i % 2 == 0 else ("sender", "receiver")):
+        procs[where] = subprocess.Popen(["taskset", "-c", str(cpu)] + list(wrap_of(where))
+                                        + [binary, str(port), str(mb)], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+    got = {}
+    for where, p in procs.items():
+        out, err = p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError("bulk flow (%s): %s (exit %d)" % (where, err.strip(), p.returncode))
+        got[where] = float(out.split()[0])
+    return got
+
+
 def pair(i, mb, port, binary, wrap_of):
     """One pair: the flow in the receiver's namespace and in the sender's
     (the control), back to back, the receiver first when |i| is even.

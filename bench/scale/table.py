@@ -76,6 +76,13 @@ def render(d):
                      ub["mb"], big["conns"], len(ub["vs_control_runs"]), ub["vs_control"],
                      sb["vs_control"], big["bulk_cpu_tap_cost"], ub["cpu_ms"], sb["cpu_ms"],
                      big["bulk_cpu_ratio_tapped_vs_stock"]))
+    if "bulk_cpu_tap_cost_concurrent" in big:
+        ub, sb = big["utls"]["bulk"], big["stock"]["bulk"]
+        text += ("\nThe same pairs run at once on one CPU (the core's speed the same for both "
+                 "halves), %d per side: %.3f beside the tapped server, %.3f beside the stock one: "
+                 "the tap costs the flow **%.3f** times as much.\n" % (
+                     len(ub["concurrent_vs_control_runs"]), ub["concurrent_vs_control"],
+                     sb["concurrent_vs_control"], big["bulk_cpu_tap_cost_concurrent"]))
     if "bulk_cpu_tap_cost_by_attribution" in big:
         ub = big["utls"]["bulk"]
         text += ("\nBy attribution (`perf record -a -g` over %d flows beside the tapped server, "
