@@ -52,6 +52,7 @@ Writes DIR/scale.json and prints progress. Needs root (exit 77 without).
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -257,6 +258,15 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
     return res
 
 
+def bootstrap_ci95(a, b, rounds=10000):
+    """The 95% interval of median(a) / median(b), from |rounds| resamples of
+    each (seeded: the same data give the same interval)."""
+    rng = random.Random(2020)
+    est = sorted(statistics.median(rng.choices(a, k=len(a)))
+                 / statistics.median(rng.choices(b, k=len(b))) for _ in range(rounds))
+    return [est[int(0.025 * rounds)], est[int(0.975 * rounds) - 1]]
+
+
 def ooo_share(row):
     """The share of records past a hole delivered out of order: exact from
     the oracle pass's capture where there is one (oracle.past_hole), else
@@ -293,7 +303,8 @@ def targets(result):
     if "bulk_cpu_tap_cost" in big:
         t["bulk_flow_cpu_le_1.05"] = big["bulk_cpu_tap_cost"] <= 1.05
     if "bulk_cpu_tap_cost_concurrent" in big:
-        t["bulk_flow_cpu_le_1.05_concurrent"] = big["bulk_cpu_tap_cost_concurrent"] <= 1.05
+        # the whole 95% interval, not only the estimate
+        t["bulk_flow_cpu_le_1.05_concurrent"] = big["bulk_cpu_tap_cost_concurrent_ci95"][1] <= 1.05
     if "bulk_cpu_tap_cost_by_attribution" in big:
         t["bulk_flow_cpu_le_1.05_by_attribution"] = big["bulk_cpu_tap_cost_by_attribution"] <= 1.05
     return t
@@ -408,6 +419,8 @@ def main():
                 row["bulk_cpu_tap_cost"] = u["bulk"]["vs_control"] / s["bulk"]["vs_control"]
                 row["bulk_cpu_tap_cost_concurrent"] = (u["bulk"]["concurrent_vs_control"]
                                                        / s["bulk"]["concurrent_vs_control"])
+                row["bulk_cpu_tap_cost_concurrent_ci95"] = bootstrap_ci95(
+                    u["bulk"]["concurrent_vs_control_runs"], s["bulk"]["concurrent_vs_control_runs"])
                 # Across the sides, minutes apart: drift included.
                 row["bulk_cpu_ratio_tapped_vs_stock"] = u["bulk"]["cpu_ms"] / s["bulk"]["cpu_ms"]
                 # By attribution: the flow without its samples in packet

@@ -80,9 +80,12 @@ def render(d):
         ub, sb = big["utls"]["bulk"], big["stock"]["bulk"]
         text += ("\nThe same pairs run at once on one CPU (the core's speed the same for both "
                  "halves), %d per side: %.3f beside the tapped server, %.3f beside the stock one: "
-                 "the tap costs the flow **%.3f** times as much.\n" % (
+                 "the tap costs the flow **%.3f** times as much (95%% bootstrap interval %.3f to "
+                 "%.3f).\n" % (
                      len(ub["concurrent_vs_control_runs"]), ub["concurrent_vs_control"],
-                     sb["concurrent_vs_control"], big["bulk_cpu_tap_cost_concurrent"]))
+                     sb["concurrent_vs_control"], big["bulk_cpu_tap_cost_concurrent"],
+                     big["bulk_cpu_tap_cost_concurrent_ci95"][0],
+                     big["bulk_cpu_tap_cost_concurrent_ci95"][1]))
     if "bulk_cpu_tap_cost_by_attribution" in big:
         ub = big["utls"]["bulk"]
         text += ("\nBy attribution (`perf record -a -g` over %d flows beside the tapped server, "
