@@ -5,6 +5,7 @@ program (bench/scale/bulkflow.c: both ends in one process), costed by its
 user + sys CPU."""
 import os
 import subprocess
+import sys
 import tempfile
 
 
@@ -67,7 +68,7 @@ def tap_samples(mb, port, binary, wrap=(), freq=3999):
     CPU by 25% from one run to the next on some days, cancels. What it
     misses: the walk over the packet-type lists in the receive and send
     paths, inlined in their callers, and any cache cost. Returns None
-    without perf."""
+    without perf, or if perf record failed (said on stderr)."""
     data = tempfile.NamedTemporaryFile(prefix="bulkflow-perf.", suffix=".data", delete=False)
     data.close()
     try:
@@ -78,8 +79,11 @@ def tap_samples(mb, port, binary, wrap=(), freq=3999):
         except FileNotFoundError:
             return None
         if r.returncode != 0:
-            raise RuntimeError("bulk flow under perf: %s (exit %d)"
-                               % (r.stderr.strip(), r.returncode))
+            # perf itself may be refused (no perf events in a container):
+            # no attribution then, which the caller reports as n/a.
+            print("bulkflow: perf record failed (exit %d): %s"
+                  % (r.returncode, r.stderr.strip()[-300:]), file=sys.stderr)
+            return None
         out = subprocess.run(["perf", "script", "-i", data.name, "-F", "comm,ip,sym"],
                              capture_output=True, text=True).stdout
     finally:

@@ -213,7 +213,10 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
                     got = [got[0] + one[0], got[1] + one[1]]
                 bulk_res[key] = got
             bulk_res["share_flows"] = a.share_runs
-            if bulk_res["samples"] is not None:
+            if None in (bulk_res["samples"], bulk_res["control_samples"]):
+                log("  attribution: n/a (no perf)")
+                bulk_res["samples"] = bulk_res["control_samples"] = None
+            else:
                 log("  attribution: %d of %d samples in packet sockets' work (%d of %d in the "
                     "control namespace)" % (bulk_res["samples"][1], bulk_res["samples"][0],
                                             bulk_res["control_samples"][1],

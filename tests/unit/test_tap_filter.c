@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "bio/tap_local.h"
+#include "net_bytes.h"
 
 /* tap_capture.c's only call out of lib/bio/. */
 void utls_raise(int reason, const char *fmt, ...)
@@ -41,18 +42,6 @@ void utls_raise(int reason, const char *fmt, ...)
 }
 
 static int data_fd = -1, ctl_fd = -1, send_fd = -1, lo_index;
-
-static void put16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    put16(p, (uint16_t)(v >> 16));
-    put16(p + 2, (uint16_t)v);
-}
 
 /* A packet to send: the IP version, the IPv4 header's option bytes (a
  * multiple of 4), the IP protocol (IPv6: next header), the IPv4 fragment

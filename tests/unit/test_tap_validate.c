@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bio/tap_validate.h"
+#include "net_bytes.h"
 
 /* tap_capture.c's (the parser's file) only call out of lib/bio/. */
 void utls_raise(int reason, const char *fmt, ...)
@@ -30,18 +31,6 @@ void utls_raise(int reason, const char *fmt, ...)
 }
 
 static unsigned char pkt[2048];
-
-static void put16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    put16(p, (uint16_t)(v >> 16));
-    put16(p + 2, (uint16_t)v);
-}
 
 /* A reference checksum, written independently of the one under test: a
  * plain 32-bit ones'-complement sum, folded. */
