@@ -35,7 +35,7 @@ extern "C" {
 # define UTLS_R_OFFSET_WRAPS 105
 /* the tap needs CAP_NET_RAW (AF_PACKET sockets) */
 # define UTLS_R_TAP_PERMISSION 106
-/* the tap did not see this connection's SYN (no ISN) */
+/* the tap does not know this connection's ISNs */
 # define UTLS_R_TAP_NO_ISN 107
 /* a socket call of the tap failed (errno in the detail) */
 # define UTLS_R_TAP_SYSCALL 108
