@@ -103,14 +103,9 @@ class Phases:
             res["skb_frees_per_packet_" + where] = statistics.median(got) if got else None
             # And by attribution: the share of the flow's samples in packet
             # sockets' work (bulkflow.tap_samples; 3 flows).
-            tot = [0, 0]
-            for _ in range(3):
-                self.port += 1
-                one = bulkflow.tap_samples(self.a.mb, self.port, self.a.bulk_bin, self.ex(where))
-                if one is None:
-                    tot = None
-                    break
-                tot = [tot[0] + one[0], tot[1] + one[1]]
+            tot = bulkflow.tap_samples_total(3, self.a.mb, self.port + 1, self.a.bulk_bin,
+                                             self.ex(where))
+            self.port += 3
             res["tap_share_" + where] = tot[1] / max(1, tot[0]) if tot else None
         log("%-34s receiver/sender %.3f (halves %.3f, %.3f; at once on one CPU %.3f); skb frees "
             "per packet sent %s / %s; samples in packet sockets' work %s / %s"

@@ -103,6 +103,18 @@ def tap_samples(mb, port, binary, wrap=(), freq=3999):
     return samples, tap
 
 
+def tap_samples_total(runs, mb, ports, binary, wrap=()):
+    """tap_samples over |runs| flows (the i-th on port ports + i), summed:
+    [samples, tap], or None if any gave none (no perf)."""
+    total = [0, 0]
+    for i in range(runs):
+        one = tap_samples(mb, ports + i, binary, wrap)
+        if one is None:
+            return None
+        total = [total[0] + one[0], total[1] + one[1]]
+    return total
+
+
 def concurrent_pair(i, mb, port, binary, wrap_of, cpu):
     """One pair run at the same time on one CPU: the flow in the receiver's
     namespace and in the sender's (the control), both pinned to CPU |cpu|

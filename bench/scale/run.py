@@ -203,15 +203,8 @@ def one_side(a, prefix, work, side, n, bulk, oracle=False):
             # check that nothing else is counted, in the control namespace.
             for where, key, k in (("receiver", "samples", a.share_runs),
                                   ("sender", "control_samples", 1)):
-                got = [0, 0]
-                for i in range(k):
-                    one = bulkflow.tap_samples(a.bulk_mb, 5101 + i, a.bulk_bin,
-                                               [TB, "--prefix", prefix, "exec", where, "--"])
-                    if one is None:
-                        got = None
-                        break
-                    got = [got[0] + one[0], got[1] + one[1]]
-                bulk_res[key] = got
+                bulk_res[key] = bulkflow.tap_samples_total(
+                    k, a.bulk_mb, 5101, a.bulk_bin, [TB, "--prefix", prefix, "exec", where, "--"])
             bulk_res["share_flows"] = a.share_runs
             if None in (bulk_res["samples"], bulk_res["control_samples"]):
                 log("  attribution: n/a (no perf)")
